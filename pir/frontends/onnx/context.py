@@ -1,0 +1,218 @@
+"""What a converter sees of one ONNX node: its inputs, attributes, output types, and a way to
+emit ops that carry the node's names and location."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from pir.errors import PirError
+from pir.ir.core import Block, Operation, Region, Value
+from pir.ir.dialects.builtin import ConstantOp
+from pir.ir.typerules import const_value
+from pir.ir.types import TensorType, Type
+from pir.ir.verifier import types_compatible
+
+if TYPE_CHECKING:
+    from pir.frontends.onnx.importer import GraphImporter
+
+__all__ = ["NodeContext"]
+
+
+class NodeContext:
+    """The converter's view of one node.
+
+    ``ctx.input(i)`` is the value of input ``i`` (``None`` when absent or empty);
+    ``ctx.const_input(i)`` its value as an array when it is known at import time;
+    ``ctx.attr(name, default)`` an attribute as a Python value (tensors as numpy arrays,
+    strings decoded, graphs as ``GraphProto``); ``ctx.emit(OpClass, *operands, **attrs)``
+    builds an op whose results take the node's output names, types and location.
+    """
+
+    def __init__(self, graph: GraphImporter, node: onnx.NodeProto, index: int):
+        self.graph = graph
+        self.node = node
+        self.index = index
+        self.op_type = node.op_type
+        self.domain = node.domain if node.domain != "ai.onnx" else ""
+        self.opset = graph.opset(self.domain)
+        self.loc = node.name or f"{node.op_type}:{node.output[0] if node.output else index}"
+        self._attrs = {a.name: a for a in node.attribute}
+        self._emitted = 0
+
+    # -- inputs and attributes ---------------------------------------------------------------
+
+    @property
+    def num_inputs(self) -> int:
+        return len(self.node.input)
+
+    def input(self, i: int) -> Value | None:
+        if i >= len(self.node.input) or not self.node.input[i]:
+            return None
+        return self.graph.lookup(self.node.input[i], self)
+
+    def inputs(self) -> list[Value | None]:
+        return [self.input(i) for i in range(len(self.node.input))]
+
+    def const_input(self, i: int) -> np.ndarray | None:
+        return const_value(self.input(i))
+
+    def has_attr(self, name: str) -> bool:
+        return name in self._attrs
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        a = self._attrs.get(name)
+        if a is None:
+            return default
+        if a.ref_attr_name:
+            raise self.error(f"attribute '{name}' refers to a function attribute, unsupported")
+        v = onnx.helper.get_attribute_value(a)
+        if a.type == onnx.AttributeProto.STRING:
+            return v.decode("utf-8")
+        if a.type == onnx.AttributeProto.STRINGS:
+            return [s.decode("utf-8") for s in v]
+        if a.type == onnx.AttributeProto.TENSOR:
+            return self.graph.importer.tensor_to_array(v)
+        if a.type == onnx.AttributeProto.INTS:
+            return [int(x) for x in v]
+        if a.type == onnx.AttributeProto.FLOATS:
+            return [float(x) for x in v]
+        return v
+
+    def error(self, message: str) -> PirError:
+        return PirError(f"ONNX node '{self.loc}' ({self.op_type}): {message}",
+                        file=self.graph.importer.filename)
+
+    # -- outputs -----------------------------------------------------------------------------
+
+    @property
+    def num_outputs(self) -> int:
+        """The number of outputs the node produces (trailing empty names dropped)."""
+        n = len(self.node.output)
+        while n and not self.node.output[n - 1]:
+            n -= 1
+        return n
+
+    def output_present(self, i: int) -> bool:
+        return i < len(self.node.output) and bool(self.node.output[i])
+
+    def out_type(self, i: int = 0) -> TensorType | None:
+        """The type ONNX shape inference found for output ``i``, if any."""
+        if not self.output_present(i):
+            return None
+        return self.graph.inferred_type(self.node.output[i])
+
+    def emit(self, cls: type[Operation], *operands: Any, result_types: list[Type] | None = None,
+             outputs: list[int] | None = None, regions: tuple[Region, ...] = (),
+             **attrs: Any) -> Operation:
+        """Build and insert ``cls``.  Its results are named after the node's outputs listed in
+        ``outputs`` (default: the first ones in order); types come from the op's type rule,
+        merged with ONNX's shape inference, unless ``result_types`` is given."""
+        op = cls.build(*operands, result_types=[], loc=self.loc, regions=regions, **attrs)
+        if result_types is None:
+            result_types = self._merge_types(op, outputs)
+        op.set_results(result_types, self._names(len(result_types), outputs))
+        if op.signature.results_need_segments and op.result_segments is None:
+            raise self.error(f"{cls.name} has optional results: pass result_segments")
+        self.graph.builder.insert(op)
+        self._emitted += 1
+        return op
+
+    def value(self, cls: type[Operation], *operands: Any, **kwargs: Any) -> Value:
+        """``emit`` a one-result op and return its result."""
+        return self.emit(cls, *operands, **kwargs).results[0]
+
+    def temp(self, cls: type[Operation], *operands: Any, **kwargs: Any) -> Value:
+        """An intermediate value of a multi-op expansion: named after the node's first output
+        with a suffix, typed by the op's own type rule only."""
+        op = cls.build(*operands, loc=self.loc, **kwargs)
+        base = self.node.output[0] if self.node.output else self.loc
+        for r in op.results:
+            r.name = f"{base}.{self._emitted}"
+            self._emitted += 1
+        self.graph.builder.insert(op)
+        return op.results[0]
+
+    def constant(self, array: np.ndarray | Any, dtype=None) -> Value:
+        """A constant value (inline when small, a resource when large)."""
+        arr = np.asarray(array, dtype=dtype)
+        base = self.node.output[0] if self.node.output else self.loc
+        name = f"{base}.c{self._emitted}"
+        self._emitted += 1
+        return self.graph.importer.constant(self.graph.builder, arr, name, self.loc)
+
+    def subgraph(self, attr_name: str, yield_cls: type[Operation]) -> Region:
+        """Convert the graph attribute ``attr_name`` into a one-block region.
+
+        The block's arguments are the subgraph's inputs; it ends with ``yield_cls`` of the
+        subgraph's outputs.  The subgraph may use any value of the enclosing graphs."""
+        from pir.frontends.onnx.importer import GraphImporter, type_from_onnx
+
+        graph = self.attr(attr_name)
+        if graph is None:
+            raise self.error(f"missing graph attribute '{attr_name}'")
+        types, names = [], []
+        for i in graph.input:
+            t = type_from_onnx(i.type) or self.graph.inferred_type(i.name)
+            if t is None:
+                raise self.error(f"subgraph input '{i.name}' has no known type")
+            types.append(t)
+            names.append(i.name)
+        block = Block(types, names)
+        inner = GraphImporter(self.graph.importer, self.graph, block)
+        for arg in block.args:
+            inner.values[arg.name] = arg
+        outs = inner.convert_graph(graph)
+        block.append(yield_cls.build(outs, loc=self.loc))
+        return Region([block])
+
+    def _names(self, n: int, outputs: list[int] | None) -> list[str | None]:
+        idx = outputs if outputs is not None else list(range(n))
+        names = []
+        for i in idx:
+            names.append(self.node.output[i] if i < len(self.node.output) and self.node.output[i]
+                         else None)
+        return names
+
+    def _merge_types(self, op: Operation, outputs: list[int] | None) -> list[Type]:
+        try:
+            inferred = op.infer()
+        except PirError as e:
+            inferred = None
+            why = e.message
+        idx = outputs if outputs is not None else list(range(len(inferred or self.node.output)))
+        onnx_types = [self.out_type(i) for i in idx]
+        if inferred is None:
+            if any(t is None for t in onnx_types):
+                raise self.error(f"cannot infer the type of its outputs: {why}")
+            return onnx_types
+        return [merge_types(ours, theirs) for ours, theirs in zip(inferred, onnx_types)]
+
+
+def merge_types(ours: Type, theirs: Type | None) -> Type:
+    """Combine our type rule's result with ONNX's inference, dim by dim, keeping the most
+    precise: a static size from either, else ONNX's symbol, else ours."""
+    if theirs is None or not isinstance(ours, TensorType) or not isinstance(theirs, TensorType):
+        return ours
+    if not types_compatible(ours, theirs):
+        return ours  # our rule ran on folded constants ONNX did not see; trust it
+    if ours.shape is None:
+        return TensorType(ours.dtype, theirs.shape)
+    if theirs.shape is None:
+        return ours
+    dims = []
+    for a, b in zip(ours.shape, theirs.shape):
+        if isinstance(a, int):
+            dims.append(a)
+        elif isinstance(b, int):
+            dims.append(b)
+        else:
+            dims.append(b if b is not None else a)
+    return TensorType(ours.dtype, tuple(dims))
+
+
+def array_from_tensor(t: onnx.TensorProto) -> np.ndarray:
+    return numpy_helper.to_array(t)

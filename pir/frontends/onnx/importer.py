@@ -1,0 +1,368 @@
+"""ONNX model -> ``nn`` dialect module.
+
+The importer checks the whole model first (every unsupported op is listed in one error),
+runs ONNX shape inference for output types, turns initializers into constants (small ones
+inline, large ones into the resource section), converts nodes through the converter table
+(:mod:`pir.frontends.onnx.registry`), and folds ops whose inputs are all known at import time,
+so that shape arithmetic on static shapes becomes constants while symbolic dims stay symbolic.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Iterator
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper
+
+from pir.errors import PirError
+from pir.frontends.onnx.context import NodeContext
+from pir.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAINS, load_all
+from pir.ir.builder import Builder
+from pir.ir.dialects import load_dialects
+from pir.ir.core import Block, Operation, Region, Value
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp
+from pir.ir.dialects.func import FuncOp, ReturnOp
+from pir.ir.opdef import Pure
+from pir.ir.types import DType, TensorType, is_symbol_name
+
+__all__ = ["import_model", "load_model", "MIN_OPSET", "MAX_OPSET"]
+
+MIN_OPSET = 7
+MAX_OPSET = onnx.defs.onnx_opset_version()
+#: Constants with at most this many elements are printed inline; larger ones are resources.
+INLINE_LIMIT = 16
+#: Ops whose inputs are all constant are evaluated at import when the result is this small.
+FOLD_LIMIT = 1 << 16
+
+_ELEM_TYPES = {
+    onnx.TensorProto.FLOAT: DType.F32, onnx.TensorProto.DOUBLE: DType.F64,
+    onnx.TensorProto.FLOAT16: DType.F16, onnx.TensorProto.BFLOAT16: DType.BF16,
+    onnx.TensorProto.INT8: DType.I8, onnx.TensorProto.INT16: DType.I16,
+    onnx.TensorProto.INT32: DType.I32, onnx.TensorProto.INT64: DType.I64,
+    onnx.TensorProto.UINT8: DType.U8, onnx.TensorProto.UINT16: DType.U16,
+    onnx.TensorProto.UINT32: DType.U32, onnx.TensorProto.UINT64: DType.U64,
+    onnx.TensorProto.BOOL: DType.BOOL, onnx.TensorProto.STRING: DType.STRING,
+    onnx.TensorProto.COMPLEX64: DType.C64, onnx.TensorProto.COMPLEX128: DType.C128,
+    onnx.TensorProto.FLOAT8E4M3FN: DType.F8E4M3FN, onnx.TensorProto.FLOAT8E4M3FNUZ: DType.F8E4M3FNUZ,
+    onnx.TensorProto.FLOAT8E5M2: DType.F8E5M2, onnx.TensorProto.FLOAT8E5M2FNUZ: DType.F8E5M2FNUZ,
+    onnx.TensorProto.INT4: DType.I4, onnx.TensorProto.UINT4: DType.U4,
+}
+for _name, _dt in (("FLOAT4E2M1", DType.F4E2M1FN), ("FLOAT8E8M0", DType.F8E8M0FNU),
+                   ("INT2", DType.I2), ("UINT2", DType.U2)):
+    if hasattr(onnx.TensorProto, _name):
+        _ELEM_TYPES[getattr(onnx.TensorProto, _name)] = _dt
+
+
+def dtype_from_onnx(elem_type: int) -> DType:
+    try:
+        return _ELEM_TYPES[elem_type]
+    except KeyError:
+        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type else "UNDEFINED"
+        raise PirError(f"unsupported ONNX element type {name}") from None
+
+
+def symbol_for(dim_param: str) -> str | None:
+    """A legal symbolic dim name for an ONNX ``dim_param`` (None when nothing is left)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", dim_param)
+    if name and name[0].isdigit():
+        name = "d" + name
+    if not name:
+        return None
+    return name if is_symbol_name(name) else "s_" + name
+
+
+def type_from_onnx(tp: onnx.TypeProto) -> TensorType | None:
+    if not tp.HasField("tensor_type") or not tp.tensor_type.elem_type:
+        return None
+    tt = tp.tensor_type
+    dtype = dtype_from_onnx(tt.elem_type)
+    if not tt.HasField("shape"):
+        return TensorType(dtype, None)
+    dims = []
+    for d in tt.shape.dim:
+        if d.HasField("dim_value") and d.dim_value >= 0:
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            dims.append(symbol_for(d.dim_param))
+        else:
+            dims.append(None)
+    return TensorType(dtype, tuple(dims))
+
+
+def load_model(path: str) -> onnx.ModelProto:
+    """Read an ONNX file without its external data (the importer reads that itself, checked)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise PirError(f"cannot read model: {e.strerror}", file=path) from None
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as e:
+        raise PirError(f"not a valid ONNX model (the protobuf does not parse: {e})", file=path) from None
+    if not model.HasField("graph") or model.ir_version == 0:
+        raise PirError("not an ONNX model (no graph or IR version)", file=path)
+    return model
+
+
+def _walk_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    yield graph
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                yield from _walk_graphs(a.g)
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for g in a.graphs:
+                    yield from _walk_graphs(g)
+
+
+class ModelImporter:
+    def __init__(self, model: onnx.ModelProto, filename: str, base_dir: str | None):
+        self.model = model
+        self.filename = filename
+        self.base_dir = base_dir
+        self.opsets = {("" if o.domain in DEFAULT_DOMAINS else o.domain): o.version
+                       for o in model.opset_import}
+        self.module: ModuleOp | None = None
+        self.inferred: dict[str, TensorType] = {}
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        load_dialects()
+        load_all()
+        ver = self.opsets.get("")
+        if ver is None:
+            raise PirError("the model imports no version of the default ONNX domain",
+                           file=self.filename)
+        if not MIN_OPSET <= ver <= MAX_OPSET:
+            raise PirError(f"ONNX opset {ver} is not supported (supported: {MIN_OPSET} to "
+                           f"{MAX_OPSET})", file=self.filename)
+        missing: dict[tuple[str, str], list[str]] = {}
+        for g in _walk_graphs(self.model.graph):
+            for i, node in enumerate(g.node):
+                dom = "" if node.domain in DEFAULT_DOMAINS else node.domain
+                if (dom, node.op_type) not in CONVERTERS:
+                    missing.setdefault((dom, node.op_type), []).append(node.name or f"#{i}")
+        if missing:
+            parts = []
+            for (dom, op), names in sorted(missing.items()):
+                shown = ", ".join(f"'{n}'" for n in names[:5]) + (" ..." if len(names) > 5 else "")
+                version = self.opsets.get(dom, "?")
+                parts.append(f"{dom + '::' if dom else ''}{op} (opset {version}; "
+                             f"{len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
+            raise PirError(f"unsupported ONNX ops: {'; '.join(parts)}", file=self.filename)
+
+    # -- tensors -----------------------------------------------------------------------------
+
+    def tensor_to_array(self, t: onnx.TensorProto) -> np.ndarray:
+        if t.data_location == onnx.TensorProto.EXTERNAL:
+            return self._external(t)
+        try:
+            arr = numpy_helper.to_array(t)
+        except Exception as e:  # onnx raises a variety of errors for malformed tensors
+            raise PirError(f"tensor '{t.name}' cannot be read: {e}", file=self.filename) from None
+        if arr.dtype.kind in "SU":
+            arr = arr.astype(object)
+        return arr
+
+    def _external(self, t: onnx.TensorProto) -> np.ndarray:
+        info = {e.key: e.value for e in t.external_data}
+        loc = info.get("location", "")
+        if self.base_dir is None:
+            raise PirError(f"tensor '{t.name}' has external data, but the model was not read "
+                           "from a file", file=self.filename)
+        base = os.path.realpath(self.base_dir)
+        path = os.path.realpath(os.path.join(base, loc))
+        if os.path.isabs(loc) or os.path.commonpath([base, path]) != base:
+            raise PirError(f"tensor '{t.name}': external data path '{loc}' escapes the model's "
+                           "folder; refused", file=self.filename)
+        dtype = dtype_from_onnx(t.data_type)
+        shape = tuple(int(d) for d in t.dims)
+        count = int(np.prod(shape, dtype=np.int64))
+        offset = int(info.get("offset", 0))
+        length = int(info.get("length", count * dtype.itemsize))
+        try:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                raw = f.read(length)
+        except OSError as e:
+            raise PirError(f"tensor '{t.name}': cannot read external data '{loc}': {e.strerror}",
+                           file=self.filename) from None
+        if len(raw) != count * dtype.itemsize:
+            raise PirError(f"tensor '{t.name}': external data '{loc}' holds {len(raw)} bytes, "
+                           f"{count * dtype.itemsize} expected", file=self.filename)
+        return np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
+
+    def constant(self, builder: Builder, arr: np.ndarray, name: str, loc: str | None) -> Value:
+        if arr.size <= INLINE_LIMIT or arr.dtype == object:
+            op = ConstantOp.build(value=arr, loc=loc, result_names=[name])
+        else:
+            ref = self.module.add_resource(name, arr)
+            op = ConstantOp.build(value=ref, result_types=[TensorType.of(arr)], loc=loc,
+                                  result_names=[name])
+        return builder.insert(op).results[0]
+
+    # -- the model ---------------------------------------------------------------------------
+
+    def run(self) -> ModuleOp:
+        self.check()
+        try:
+            inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False,
+                                                         data_prop=True)
+        except Exception:  # inference is a hint: a model it cannot handle still imports
+            inferred = self.model
+        self.inferred = {}
+        for g in _walk_graphs(inferred.graph):
+            for vi in list(g.value_info) + list(g.output) + list(g.input):
+                try:
+                    t = type_from_onnx(vi.type)
+                except PirError:
+                    t = None
+                if t is not None:
+                    self.inferred[vi.name] = t
+        name = self.model.graph.name or "model"
+        attrs = {"pir.source": os.path.basename(self.filename)}
+        self.module = ModuleOp.create(symbol_for(name) or "model", attrs)
+        graph = self.model.graph
+        arg_types = []
+        inits = {t.name for t in graph.initializer}
+        real_inputs = [i for i in graph.input if i.name not in inits]
+        for i in real_inputs:
+            t = type_from_onnx(i.type)
+            if t is None:
+                raise PirError(f"graph input '{i.name}' is not a tensor with a known element type",
+                               file=self.filename)
+            arg_types.append(t)
+        fn = FuncOp.create("main", arg_types, [], [i.name for i in real_inputs])
+        self.module.body.block.append(fn)
+        gi = GraphImporter(self, None, fn.entry)
+        for arg in fn.entry.args:
+            gi.values[arg.name] = arg
+        outs = gi.convert_graph(graph)
+        ret = ReturnOp.build(outs, loc=None)
+        fn.entry.append(ret)
+        from pir.ir.types import FunctionType
+
+        fn.attributes["function_type"] = FunctionType(tuple(arg_types), tuple(v.type for v in outs))
+        self._drop_unused_constants(fn)
+        return self.module
+
+    def _drop_unused_constants(self, fn: FuncOp) -> None:
+        """Initializers no node reads, and constants that folding made dead, are removed."""
+        for op in [o for o in fn.walk() if isinstance(o, ConstantOp)]:
+            if not op.results[0].uses:
+                op.erase()
+        used = {o.value.key for o in fn.walk() if isinstance(o, ConstantOp)
+                and not isinstance(o.value, np.ndarray) and hasattr(o.value, "key")}
+        for key in [k for k in self.module.resources if k not in used]:
+            del self.module.resources[key]
+
+    def opset(self, domain: str) -> int:
+        return self.opsets.get(domain, 1)
+
+
+class GraphImporter:
+    """Converts one ONNX graph (the main graph or a subgraph) into a block."""
+
+    def __init__(self, importer: ModelImporter, parent: GraphImporter | None, block: Block):
+        self.importer = importer
+        self.parent = parent
+        self.block = block
+        self.builder = Builder(block)
+        self.values: dict[str, Value] = {}
+
+    def opset(self, domain: str) -> int:
+        return self.importer.opset(domain)
+
+    def inferred_type(self, name: str) -> TensorType | None:
+        return self.importer.inferred.get(name)
+
+    def lookup(self, name: str, ctx: NodeContext | None = None) -> Value:
+        g: GraphImporter | None = self
+        while g is not None:
+            v = g.values.get(name)
+            if v is not None:
+                return v
+            g = g.parent
+        where = f"node '{ctx.loc}' ({ctx.op_type})" if ctx else "the graph"
+        raise PirError(f"{where} uses '{name}', which no node, input or initializer defines",
+                       file=self.importer.filename)
+
+    def convert_graph(self, graph: onnx.GraphProto) -> list[Value]:
+        for t in graph.initializer:
+            if t.name not in self.values:
+                arr = self.importer.tensor_to_array(t)
+                self.values[t.name] = self.importer.constant(self.builder, arr, t.name, t.name)
+        for t in graph.sparse_initializer:
+            raise PirError(f"sparse initializer '{t.values.name}' is not supported",
+                           file=self.importer.filename)
+        for i, node in enumerate(graph.node):
+            self.convert_node(node, i)
+        outs = []
+        for o in graph.output:
+            outs.append(self.lookup(o.name))
+        return outs
+
+    def convert_node(self, node: onnx.NodeProto, index: int) -> None:
+        ctx = NodeContext(self, node, index)
+        dom = ctx.domain
+        conv = CONVERTERS[(dom, node.op_type)]
+        start = len(self.block.ops)
+        try:
+            results = conv(ctx)
+        except PirError as e:
+            if e.message.startswith("ONNX node"):
+                raise
+            raise ctx.error(e.message) from None
+        results = list(results)
+        for name, v in zip(node.output, results):
+            if name and v is not None:
+                if v.name is None or v.name != name:
+                    v.name = name
+                self.values[name] = v
+        for k, name in enumerate(node.output):
+            if name and (k >= len(results) or results[k] is None):
+                raise ctx.error(f"output {k} ('{name}') is not produced by the converter")
+        self._fold(start)
+
+    def _fold(self, start: int) -> None:
+        """Evaluate new ops whose operands are all constants (shape arithmetic, mostly)."""
+        from pir.runtimes.reference.interpreter import fold_op
+
+        for op in list(self.block.ops[start:]):
+            if isinstance(op, ConstantOp) or op.regions or not op.has_trait(Pure):
+                continue
+            if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
+                continue
+            folded = fold_op(op, FOLD_LIMIT)
+            if folded is None:
+                continue
+            builder = Builder(self.block, before=op)
+            for r, arr in zip(op.results, folded):
+                new = self.importer.constant(builder, arr, r.name or "folded", op.loc)
+                new.name = r.name
+                r.replace_all_uses_with(new)
+                for scope_name, v in list(self.values.items()):
+                    if v is r:
+                        self.values[scope_name] = new
+            op.erase()
+
+
+def import_model(model: onnx.ModelProto | str, filename: str | None = None) -> ModuleOp:
+    """Import an ONNX model (a ``ModelProto`` or a path) into a verified module."""
+    from pir.ir.verifier import verify_module
+
+    base_dir = None
+    if isinstance(model, str):
+        filename = filename or model
+        base_dir = os.path.dirname(os.path.abspath(model))
+        model = load_model(model)
+    module = ModelImporter(model, filename or "<model>", base_dir).run()
+    verify_module(module)
+    return module

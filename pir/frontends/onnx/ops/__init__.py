@@ -1,0 +1,1 @@
+"""ONNX converters, one module per op family."""

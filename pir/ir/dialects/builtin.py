@@ -1,0 +1,90 @@
+"""The ``builtin`` dialect: the module and constants."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pir.errors import PirError
+from pir.ir.attributes import STR, TENSOR, DenseAttr, ResourceRef
+from pir.ir.core import Block, Operation, Region
+from pir.ir.opdef import IsolatedFromAbove, Pure, attr, region, result
+from pir.ir.types import TensorType
+
+__all__ = ["ModuleOp", "ConstantOp"]
+
+
+class ModuleOp(Operation):
+    """The top-level container: a region of ``func.func`` ops, plus the resource section.
+
+    ``resources`` maps a key to a numpy array; ``builtin.constant`` ops refer to entries with
+    ``resource<"key">``.  Extra attributes with a dotted name (``pir.source``) are allowed.
+    """
+
+    name = "builtin.module"
+    traits = frozenset({IsolatedFromAbove})
+    sym_name = attr(STR, "")
+    body = region()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.resources: dict[str, np.ndarray] = {}
+
+    @staticmethod
+    def create(sym_name: str = "", attributes: dict | None = None) -> ModuleOp:
+        m = ModuleOp(attributes={"sym_name": sym_name, **(attributes or {})},
+                     regions=[Region([Block()])])
+        return m
+
+    @property
+    def funcs(self) -> list[Operation]:
+        return list(self.body.block.ops)
+
+    def lookup(self, name: str) -> Operation | None:
+        for op in self.body.block.ops:
+            if op.attributes.get("sym_name") == name:
+                return op
+        return None
+
+    def add_resource(self, key: str, array: np.ndarray) -> ResourceRef:
+        """Store ``array`` under ``key`` (made unique if taken) and return a reference to it."""
+        base, n = key, 1
+        while key in self.resources:
+            key = f"{base}_{n}"
+            n += 1
+        self.resources[key] = array
+        return ResourceRef(key)
+
+
+class ConstantOp(Operation):
+    """A constant tensor, inline (``dense<...>``) or from the resource section."""
+
+    name = "builtin.constant"
+    traits = frozenset({Pure})
+    value = attr(TENSOR)
+    out = result()
+
+    def infer(self):
+        return [TensorType.of(constant_value(self))]
+
+    def verify_(self) -> None:
+        declared, actual = self.out.type, TensorType.of(constant_value(self))
+        if declared != actual:
+            what = f'resource "{self.value.key}"' if isinstance(self.value, ResourceRef) else "value"
+            raise PirError(f"the constant's {what} is {actual}, but its result is declared {declared}")
+
+
+def _enclosing_module(op: Operation) -> ModuleOp | None:
+    while op is not None and not isinstance(op, ModuleOp):
+        op = op.parent_op
+    return op
+
+
+def constant_value(op: ConstantOp) -> np.ndarray:
+    """The array a ``builtin.constant`` holds, looked up in the module for resources."""
+    v = op.value
+    if isinstance(v, DenseAttr):
+        return v.array
+    module = _enclosing_module(op)
+    if module is None or v.key not in module.resources:
+        raise PirError(f'unknown resource "{v.key}"')
+    return module.resources[v.key]

@@ -1,0 +1,146 @@
+"""The generic verifier, derived from op declarations, plus each op's own ``verify_``.
+
+It checks SSA dominance (a value is defined before it is used, in its block or an enclosing
+one, and regions of ``IsolatedFromAbove`` ops use nothing from outside), operand, result and
+region counts, element types allowed by each operand and result, attributes (required ones
+present, values of the declared kind), terminators, and that declared result types agree with
+the op's type rule.  The first problem found is raised as a :class:`PirError` that names the
+op, its source location (``loc``) and its position in the text when the op was parsed.
+"""
+
+from __future__ import annotations
+
+from pir.errors import PirError
+from pir.ir.core import Block, Operation, Value
+from pir.ir.opdef import IsolatedFromAbove, Terminator, split_groups
+from pir.ir.types import TensorType, Type
+
+__all__ = ["verify_module", "verify_op", "types_compatible"]
+
+
+def _fail(op: Operation, message: str) -> PirError:
+    err = PirError(f"{op.describe()}: {message}")
+    if op.text_pos is not None:
+        err.file, err.line, err.col = op.text_pos
+    return err
+
+
+def types_compatible(declared: Type, inferred: Type) -> bool:
+    """True when ``declared`` may stand for ``inferred``: same kind and element type, same
+    rank when both are ranked, and equal sizes where both dims are static."""
+    if isinstance(declared, TensorType) and isinstance(inferred, TensorType):
+        if declared.dtype != inferred.dtype:
+            return False
+        if declared.shape is None or inferred.shape is None:
+            return True
+        if len(declared.shape) != len(inferred.shape):
+            return False
+        return all(not (isinstance(a, int) and isinstance(b, int)) or a == b
+                   for a, b in zip(declared.shape, inferred.shape))
+    return declared == inferred
+
+
+def verify_module(module: Operation) -> None:
+    _verify_block_list(module, set())
+
+
+def verify_op(op: Operation, visible: set[Value] | None = None) -> None:
+    _verify_one(op)
+    _verify_block_list(op, visible if visible is not None else set())
+
+
+def _verify_block_list(op: Operation, visible: set[Value]) -> None:
+    isolated = op.has_trait(IsolatedFromAbove)
+    for region in op.regions:
+        for block in region.blocks:
+            _verify_block(block, set() if isolated else visible)
+
+
+def _verify_block(block: Block, outer: set[Value]) -> None:
+    defined = set(outer)
+    defined.update(block.args)
+    for i, op in enumerate(block.ops):
+        for k, v in enumerate(op.operands):
+            if v not in defined:
+                raise _fail(op, f"operand {k} (%{v.name}) does not dominate this use: it is "
+                                "defined later, in another region, or not at all")
+        _verify_one(op)
+        if op.has_trait(Terminator) and i != len(block.ops) - 1:
+            raise _fail(op, "a terminator must be the last op of its block")
+        _verify_block_list(op, defined)
+        defined.update(op.results)
+
+
+def _verify_one(op: Operation) -> None:
+    sig = op.signature
+    _check_counts(op, "operand", sig.operands, op.operands, op.operand_segments)
+    _check_counts(op, "result", sig.results, op.results, op.result_segments)
+    if sig.regions and not any(d.variadic for d in sig.regions) and len(op.regions) != len(sig.regions):
+        raise _fail(op, f"expects {len(sig.regions)} regions, has {len(op.regions)}")
+    for key, adef in sig.attrs.items():
+        if key not in op.attributes:
+            if adef.required:
+                raise _fail(op, f"missing required attribute '{key}'")
+            continue
+        try:
+            adef.kind(op.attributes[key])
+        except (TypeError, ValueError) as e:
+            raise _fail(op, f"attribute '{key}': {e}") from None
+    for key in op.attributes:
+        if key not in sig.attrs and "." not in key:
+            known = ", ".join(sig.attrs) or "none"
+            raise _fail(op, f"unknown attribute '{key}' (known: {known})")
+    try:
+        op.verify_()
+        _check_type_rule(op)
+    except PirError as e:
+        if e.line is not None:
+            raise
+        raise _fail(op, e.message) from None
+
+
+def _check_counts(op, what, defs, values, segments) -> None:
+    fixed = sum(1 for d in defs if not (d.optional or d.variadic))
+    flexible = [d for d in defs if d.optional or d.variadic]
+    n = len(values)
+    if segments is not None:
+        if len(segments) != len(defs) or sum(segments) != n:
+            raise _fail(op, f"{what} segments {list(segments)} do not match {n} {what}s")
+        for d, size in zip(defs, segments):
+            if not (d.optional or d.variadic) and size != 1:
+                raise _fail(op, f"{what} '{d.name}' is required")
+            if d.optional and not d.variadic and size > 1:
+                raise _fail(op, f"{what} '{d.name}' is optional, not variadic")
+    elif not flexible and n != fixed:
+        raise _fail(op, f"expects {fixed} {what}s, has {n}")
+    elif flexible and n < fixed:
+        raise _fail(op, f"expects at least {fixed} {what}s, has {n}")
+    elif len(flexible) == 1 and flexible[0].optional and not flexible[0].variadic and n > fixed + 1:
+        raise _fail(op, f"expects at most {fixed + 1} {what}s, has {n}")
+    elif len(flexible) > 1 and segments is None and n != fixed:
+        raise _fail(op, f"has optional {what}s in several places: needs {what}_segments")
+    spans = split_groups(defs, n, segments)
+    for d, (start, stop) in zip(defs, spans):
+        if d.dtypes is None:
+            continue
+        for v in values[start:stop]:
+            if isinstance(v.type, TensorType) and v.type.dtype not in d.dtypes:
+                allowed = ", ".join(sorted(t.value for t in d.dtypes))
+                raise _fail(op, f"{what} '{d.name}' has element type {v.type.dtype.value}, "
+                                f"expected one of {allowed}")
+
+
+def _check_type_rule(op: Operation) -> None:
+    if type(op).infer is Operation.infer:
+        return  # no rule declared: the result types are taken as given
+    try:
+        inferred = op.infer()
+    except PirError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as e:
+        raise PirError(f"type rule failed: {e}") from None
+    if len(inferred) != len(op.results):
+        raise PirError(f"the type rule gives {len(inferred)} results, the op has {len(op.results)}")
+    for k, (r, t) in enumerate(zip(op.results, inferred)):
+        if not types_compatible(r.type, t):
+            raise PirError(f"result {k} is declared {r.type}, but the type rule infers {t}")

@@ -1,0 +1,175 @@
+"""The reference runtime: a numpy interpreter for every op of builtin, func, nn and prim.
+
+It is the oracle of the test suite, so it favours clarity and checks over speed: inputs are
+checked against the function's signature (names, element types, shapes, with symbolic dims
+bound consistently), and every result is checked against its declared type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from pir.errors import PirError
+from pir.ir.core import Block, Operation, Value
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
+from pir.ir.dialects.func import CallOp, FuncOp
+from pir.ir.opdef import Terminator
+from pir.ir.types import DType, TensorType
+from pir.runtimes.reference.registry import EVAL, REGION_EVAL, load_all
+
+__all__ = ["Interpreter", "run_function", "fold_op", "evaluate_op"]
+
+
+def _as_array(x: Any, t: TensorType | None) -> np.ndarray:
+    arr = np.asarray(x)
+    if isinstance(t, TensorType) and t.dtype is not DType.STRING and arr.dtype != t.dtype.numpy:
+        arr = arr.astype(t.dtype.numpy)
+    return arr
+
+
+def _where(op: Operation) -> str:
+    pos = f" at {op.text_pos[0]}:{op.text_pos[1]}:{op.text_pos[2]}" if op.text_pos else ""
+    return f"{op.describe()}{pos}"
+
+
+def evaluate_op(op: Operation, arrays: list[np.ndarray], interp: Interpreter | None = None) -> list[np.ndarray]:
+    """Run one op's rule on its operand arrays and return one array per result."""
+    name = op.name
+    rule = EVAL.get(name)
+    if rule is not None:
+        out = rule(op, *arrays)
+    else:
+        region_rule = REGION_EVAL.get(name)
+        if region_rule is None:
+            raise PirError(f"the reference runtime has no evaluation rule for {name}")
+        out = region_rule(interp or Interpreter(None), op, *arrays)
+    if len(op.results) == 1 and not isinstance(out, (tuple, list)):
+        out = (out,)
+    if len(out) != len(op.results):
+        raise PirError(f"{_where(op)}: the evaluation rule gave {len(out)} results for "
+                       f"{len(op.results)}")
+    return [_as_array(x, r.type) for x, r in zip(out, op.results)]
+
+
+def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
+    """Evaluate a pure op on constant operands; None when it cannot or the result is big."""
+    load_all()
+    if op.name not in EVAL:
+        return None
+    try:
+        arrays = [constant_value(v.op) for v in op.operands]
+        out = evaluate_op(op, arrays)
+    except Exception:  # folding is an optimisation: the op stays and fails at run time
+        return None
+    if any(a.size > limit or a.dtype == object for a in out):
+        return None
+    for a, r in zip(out, op.results):
+        t = r.type
+        if isinstance(t, TensorType) and t.shape is not None:
+            if len(t.shape) != a.ndim or any(isinstance(d, int) and d != s
+                                             for d, s in zip(t.shape, a.shape)):
+                return None
+    return out
+
+
+class Interpreter:
+    """Runs functions of a module.  ``values`` maps every computed value to its array."""
+
+    def __init__(self, module: ModuleOp | None, keep_values: bool = False):
+        load_all()
+        self.module = module
+        self.keep_values = keep_values
+        self.values: dict[Value, np.ndarray] = {}
+        self.symbols: dict[str, int] = {}
+
+    def check(self, v: Value, arr: np.ndarray, what: str) -> None:
+        t = v.type
+        if not isinstance(t, TensorType):
+            return
+        if t.dtype is not DType.STRING and arr.dtype != t.dtype.numpy:
+            raise PirError(f"{what} has element type {DType.from_numpy(arr.dtype).value}, "
+                           f"expected {t.dtype.value}")
+        if t.shape is None:
+            return
+        if arr.ndim != len(t.shape):
+            raise PirError(f"{what} has shape {list(arr.shape)}, expected rank {len(t.shape)} "
+                           f"({t})")
+        for i, (d, s) in enumerate(zip(t.shape, arr.shape)):
+            if isinstance(d, int) and d != s:
+                raise PirError(f"{what} has shape {list(arr.shape)}, expected {t} "
+                               f"(dim {i} must be {d})")
+            if isinstance(d, str):
+                bound = self.symbols.setdefault(d, s)
+                if bound != s:
+                    raise PirError(f"{what} has shape {list(arr.shape)}: dim {i} is {d}, "
+                                   f"which is already {bound}")
+
+    def run(self, fn: FuncOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run ``fn`` on inputs given by argument name; return outputs by output name."""
+        args = fn.entry.args
+        names = [a.name for a in args]
+        unknown = sorted(set(inputs) - set(names))
+        if unknown:
+            raise PirError(f"unknown input{'s' if len(unknown) > 1 else ''} "
+                           f"{', '.join(unknown)}; @{fn.sym_name} takes {', '.join(names) or 'none'}")
+        missing = [n for n in names if n not in inputs]
+        if missing:
+            raise PirError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        arrays = []
+        for a in args:
+            arr = np.asarray(inputs[a.name])
+            self.check(a, arr, f"input '{a.name}'")
+            arrays.append(arr)
+        outs = self.call(fn, arrays)
+        ret = fn.return_op
+        return {(v.name or f"output{i}"): arr for i, (v, arr) in enumerate(zip(ret.operands, outs))}
+
+    def call(self, fn: FuncOp, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        return self.run_block(fn.entry, arrays)
+
+    def run_block(self, block: Block, args: list[np.ndarray]) -> list[np.ndarray]:
+        """Run a block on its argument arrays; return the terminator's operand arrays."""
+        values = self.values
+        for a, arr in zip(block.args, args):
+            values[a] = arr
+        for op in block.ops:
+            if Terminator in op.traits:
+                return [values[v] for v in op.operands]
+            self.exec(op)
+        return []
+
+    def exec(self, op: Operation) -> None:
+        values = self.values
+        if isinstance(op, ConstantOp):
+            values[op.results[0]] = constant_value(op)
+            return
+        arrays = [values[v] for v in op.operands]
+        if isinstance(op, CallOp):
+            callee = self.module.lookup(op.callee.name) if self.module else None
+            if not isinstance(callee, FuncOp):
+                raise PirError(f"{_where(op)}: unknown function @{op.callee.name}")
+            out = self.call(callee, arrays)
+        else:
+            try:
+                out = evaluate_op(op, arrays, self)
+            except PirError as e:
+                if e.message.startswith(op.describe()):
+                    raise
+                raise PirError(f"{_where(op)}: {e.message}") from None
+            except (ValueError, TypeError, IndexError, ArithmeticError) as e:
+                raise PirError(f"{_where(op)}: evaluation failed: {e}") from None
+        for r, arr in zip(op.results, out):
+            self.check(r, arr, f"result %{r.name} of {_where(op)}")
+            values[r] = arr
+
+
+def run_function(module: ModuleOp, inputs: Mapping[str, np.ndarray], func: str = "main",
+                 keep_values: bool = False) -> dict[str, np.ndarray]:
+    """Run function ``func`` of ``module`` on named inputs and return its named outputs."""
+    fn = module.lookup(func)
+    if not isinstance(fn, FuncOp):
+        raise PirError(f"the module has no function @{func}")
+    interp = Interpreter(module, keep_values)
+    return interp.run(fn, inputs)

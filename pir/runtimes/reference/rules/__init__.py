@@ -1,0 +1,1 @@
+"""Evaluation rules of the reference runtime, one module per op family."""

@@ -1,0 +1,1 @@
+"""Test support that ships with pir: the ONNX backend node suite runner."""
