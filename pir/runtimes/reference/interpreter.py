@@ -17,7 +17,7 @@ from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.func import CallOp, FuncOp
 from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType
-from pir.runtimes.reference.registry import EVAL, REGION_EVAL, load_all
+from pir.runtimes.reference.registry import EVAL, REGION_EVAL, SYMBOLS, load_all
 
 __all__ = ["Interpreter", "run_function", "fold_op", "evaluate_op"]
 
@@ -39,7 +39,12 @@ def evaluate_op(op: Operation, arrays: list[np.ndarray], interp: Interpreter | N
     name = op.name
     rule = EVAL.get(name)
     if rule is not None:
-        out = rule(op, *arrays)
+        token = SYMBOLS.set(interp.symbols) if interp is not None else None
+        try:
+            out = rule(op, *arrays)
+        finally:
+            if token is not None:
+                SYMBOLS.reset(token)
     else:
         region_rule = REGION_EVAL.get(name)
         if region_rule is None:

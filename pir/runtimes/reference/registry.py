@@ -15,14 +15,16 @@ interpreter as first argument, to run their blocks.  Rule modules live in
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextvars import ContextVar
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from pir.ir.core import Operation
 from pir.ir.opdef import split_groups
 
-__all__ = ["EVAL", "REGION_EVAL", "evaluates", "operand_arrays", "load_all"]
+__all__ = ["EVAL", "REGION_EVAL", "evaluates", "operand_arrays", "bound_symbols", "SYMBOLS",
+           "load_all"]
 
 Rule = Callable[..., Any]
 EVAL: dict[str, Rule] = {}
@@ -39,6 +41,17 @@ def evaluates(*names: str, regions: bool = False) -> Callable[[Rule], Rule]:
         return fn
 
     return register
+
+
+#: The symbolic dims bound so far by the function being run ({"B": 3}), set by the
+#: interpreter around each rule.  A rule whose result shape has a symbol that no operand shows
+#: (``prim.broadcast_in_dim`` of a tensor<4xf32> to tensor<Bx4xf32>) reads its size here.
+SYMBOLS: ContextVar[Mapping[str, int]] = ContextVar("pir_reference_symbols", default={})
+
+
+def bound_symbols() -> Mapping[str, int]:
+    """The sizes of the symbolic dims bound by the running function (empty when folding)."""
+    return SYMBOLS.get()
 
 
 def operand_arrays(op: Operation, arrays: tuple[np.ndarray, ...]) -> dict[str, Any]:

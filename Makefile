@@ -1,0 +1,36 @@
+# pir: `make demo` runs the sample pipeline, `make test` the tests; both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: venv demo test onnx-suite onnx-suite-update bench clean
+
+# Create or update the virtual environment with pir and everything it needs.
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: venv
+	$(MAKE) -C samples/mlp PIR=$(CURDIR)/$(VENV)/bin/pir PYTHON=$(CURDIR)/$(PY)
+
+test: venv
+	$(PY) -m pytest -q -n 2 tests
+
+# The ONNX backend node suite through pir (import, then the reference runtime).
+onnx-suite: venv
+	$(PY) -m pir.testing.onnx_suite -v
+
+# Refresh the checked-in list of passing cases (only ever grows: see tests/onnx_suite).
+onnx-suite-update: venv
+	$(PY) -m pir.testing.onnx_suite --write-passing tests/onnx_suite/passing.txt
+
+bench: venv
+	$(PY) bench/ir_throughput.py
+
+clean:
+	rm -rf $(VENV) samples/*/build

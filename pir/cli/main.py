@@ -1,0 +1,44 @@
+"""The ``pir`` command: a group of file-in/file-out stages."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from pir import __version__
+
+# Commands are imported when used, so `pir --help` and each stage start fast.
+_COMMANDS = {
+    "import": ("pir.cli.import_cmd", "import_cmd"),
+    "run": ("pir.cli.run_cmd", "run_cmd"),
+    "show": ("pir.cli.show_cmd", "show_cmd"),
+    "verify": ("pir.cli.verify_cmd", "verify_cmd"),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in _COMMANDS:
+            return None
+        module, attr = _COMMANDS[name]
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.version_option(__version__, prog_name="pir")
+def main(debug: bool) -> None:
+    """pir: a graph compiler toolchain on an SSA IR (modelled on PaddlePaddle's PIR).
+
+    Each command is a stage that reads one file and writes one file; `-` means stdin or
+    stdout.  Start with `pir import model.onnx -o m.pir`, then `pir run m.pir --check
+    model.onnx`.
+    """
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Runtimes that execute .pir programs (reference) and the ONNX Runtime baseline/checker."""
