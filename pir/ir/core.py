@@ -132,6 +132,7 @@ class Operation:
             elif isinstance(value, RegionDef):
                 value.name, value.index = key, len(sig.regions)
                 sig.regions.append(value)
+        sig.freeze()
         cls.signature = sig
         if cls.name:
             if cls.name in OPS:

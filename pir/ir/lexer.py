@@ -13,34 +13,80 @@ from pir.errors import PirError
 
 __all__ = ["Token", "tokenize", "SourceMap"]
 
-# Order matters: longer and more specific tokens first.
-_SPEC = [
-    ("COMMENT", r"//[^\n]*"),
-    ("WS", r"[ \t\r\n]+"),
-    ("TENSOR", r'tensor<(?:[^<>"\n]|"[^"\n]*")*>'),
-    ("VALUE", r'%(?:[A-Za-z0-9_.$/-]+|"(?:[^"\\\n]|\\.)*")'),
-    ("SYMBOL", r'@(?:[A-Za-z0-9_.$/-]+|"(?:[^"\\\n]|\\.)*")'),
-    ("LABEL", r"\^[A-Za-z0-9_]+"),
-    ("STRING", r'"(?:[^"\\\n]|\\.)*"'),
-    ("NUMBER", r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)"),
-    ("ARROW", r"->"),
-    ("IDENT", r"-?[A-Za-z_][A-Za-z0-9_.$]*"),
-    ("PUNCT", r"[(){}\[\]<>,:=*?]"),
-    ("BAD", r"."),
-]
-_MASTER = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _SPEC))
+# One alternation without groups, so that ``findall`` returns the token strings straight
+# from C; kinds are read off a token's first characters, and offsets (needed only for error
+# messages) are computed on demand by a second, slower pass.
+_TOKEN = re.compile(
+    r"//[^\n]*"                                   # comment
+    r'|tensor<(?:[^<>"\n]|"[^"\n]*")*>'           # tensor type
+    r'|[%@](?:[A-Za-z0-9_.$/-]+|"(?:[^"\\\n]|\\.)*")'  # value or symbol
+    r"|\^[A-Za-z0-9_]+"                            # block label
+    r'|"(?:[^"\\\n]|\\.)*"'                       # string
+    r"|-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\d+)"  # number
+    r"|->"
+    r"|-?[A-Za-z_][A-Za-z0-9_.$]*"                  # identifier, keyword, op name
+    r"|[^ \t\r\n]"                                # punctuation (or a bad character)
+)
+_PUNCT = frozenset("(){}[]<>,:=*?")
+
+
+def token_kind(text: str) -> str:
+    c = text[:1]
+    if c == "%":
+        return "VALUE"
+    if c == "@":
+        return "SYMBOL"
+    if c == '"':
+        return "STRING"
+    if c == "^":
+        return "LABEL"
+    if not c:
+        return "EOF"
+    if text.startswith("tensor<"):
+        return "TENSOR"
+    if c.isdigit() or (c == "-" and text[1:2].isdigit()):
+        return "NUMBER"
+    if text == "->":
+        return "ARROW"
+    if c.isalpha() or c == "_" or (c == "-" and len(text) > 1):
+        return "IDENT"
+    if c in _PUNCT:
+        return "PUNCT"
+    return "BAD"
+
+
+class _Offsets:
+    """Token offsets, computed the first time an error needs one."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.table: list[int] | None = None
+
+    def __getitem__(self, index: int) -> int:
+        if self.table is None:
+            self.table = [m.start() for m in _TOKEN.finditer(self.text)
+                          if not m.group().startswith("//")]
+        return self.table[index] if index < len(self.table) else len(self.text)
 
 
 class Token:
-    __slots__ = ("kind", "text", "pos")
+    __slots__ = ("text", "index", "offsets")
 
-    def __init__(self, kind: str, text: str, pos: int):
-        self.kind = kind
+    def __init__(self, text: str, index: int, offsets: _Offsets):
         self.text = text
-        self.pos = pos
+        self.index = index
+        self.offsets = offsets
+
+    @property
+    def kind(self) -> str:
+        return token_kind(self.text)
+
+    @property
+    def pos(self) -> int:
+        return self.offsets[self.index]
 
     def __repr__(self) -> str:
-        return f"Token({self.kind}, {self.text!r}, {self.pos})"
+        return f"Token({self.kind}, {self.text!r})"
 
 
 class SourceMap:
@@ -66,14 +112,11 @@ class SourceMap:
 
 
 def tokenize(text: str, srcmap: SourceMap) -> list[Token]:
-    tokens = []
-    append = tokens.append
-    for m in _MASTER.finditer(text):
-        kind = m.lastgroup
-        if kind == "WS" or kind == "COMMENT":
-            continue
-        if kind == "BAD":
-            raise srcmap.error(f"unexpected character {m.group()!r}", m.start())
-        append(Token(kind, m.group(), m.start()))
-    append(Token("EOF", "", len(text)))
+    offsets = _Offsets(text)
+    texts = [t for t in _TOKEN.findall(text) if t[:2] != "//"]
+    tokens = [Token(t, i, offsets) for i, t in enumerate(texts)]
+    for tok in tokens:
+        if len(tok.text) == 1 and tok.kind == "BAD":
+            raise srcmap.error(f"unexpected character {tok.text!r}", tok.pos)
+    tokens.append(Token("", len(texts), offsets))
     return tokens

@@ -93,6 +93,8 @@ class OperandDef:
     def __get__(self, op, owner=None):
         if op is None:
             return self
+        if op.signature.fixed_operands:  # the common case: one value per declared operand
+            return op.operands[self.index]
         group = op.operand_group(self.index)
         if self.variadic:
             return group
@@ -112,6 +114,8 @@ class ResultDef:
     def __get__(self, op, owner=None):
         if op is None:
             return self
+        if op.signature.fixed_results:
+            return op.results[self.index]
         group = op.result_group(self.index)
         if self.variadic:
             return group
@@ -180,6 +184,14 @@ class OpSignature:
     results: list[ResultDef] = field(default_factory=list)
     attrs: dict[str, AttrDef] = field(default_factory=dict)
     regions: list[RegionDef] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Precompute the facts the hot paths ask for (called once the fields are known)."""
+        self.fixed_operands = not any(d.optional or d.variadic for d in self.operands)
+        self.fixed_results = not any(d.optional or d.variadic for d in self.results)
 
     @property
     def operands_need_segments(self) -> bool:

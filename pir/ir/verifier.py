@@ -119,6 +119,8 @@ def _check_counts(op, what, defs, values, segments) -> None:
         raise _fail(op, f"expects at most {fixed + 1} {what}s, has {n}")
     elif len(flexible) > 1 and segments is None and n != fixed:
         raise _fail(op, f"has optional {what}s in several places: needs {what}_segments")
+    if all(d.dtypes is None for d in defs):
+        return
     spans = split_groups(defs, n, segments)
     for d, (start, stop) in zip(defs, spans):
         if d.dtypes is None:

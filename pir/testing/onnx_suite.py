@@ -52,6 +52,12 @@ def _compare(expected: np.ndarray, actual: np.ndarray, rtol: float, atol: float)
         np.testing.assert_array_equal(actual, expected)
 
 
+def _tensor_protos_to_arrays(values) -> list:
+    from onnx import TensorProto, numpy_helper
+
+    return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]
+
+
 def run_case(case) -> tuple[str, bool, str]:
     """(name, passed, reason) for one test case."""
     from pir.errors import PirError
@@ -65,8 +71,14 @@ def run_case(case) -> tuple[str, bool, str]:
         in_names = [i.name for i in model.graph.input if i.name not in init]
         out_names = [o.name for o in model.graph.output]
         for inputs, outputs in case.data_sets:
-            if any(not isinstance(x, np.ndarray) for x in list(inputs) + list(outputs)):
+            # Cases of types numpy lacks (float8, int4 ...) hold TensorProtos, which ONNX's own
+            # runner converts with numpy_helper (giving ml_dtypes arrays).
+            inputs, outputs = _tensor_protos_to_arrays(inputs), _tensor_protos_to_arrays(outputs)
+            # onnx's loader gives rank-0 tensors as numpy scalars; those are tensors too
+            if any(not isinstance(x, (np.ndarray, np.generic)) for x in list(inputs) + list(outputs)):
                 return case.name, False, "non-tensor inputs or outputs (sequence/optional)"
+            inputs = [np.asarray(x) for x in inputs]
+            outputs = [np.asarray(x) for x in outputs]
             feeds = dict(zip(in_names, inputs))
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

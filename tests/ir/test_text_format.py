@@ -5,11 +5,14 @@ import pytest
 
 from pir.errors import PirError
 from pir.ir import Builder, ConstantOp, DType, FuncOp, ModuleOp, ResourceRef, ReturnOp, TensorType
-from pir.ir.dialects.nn.elementwise import Add, Relu
+from pir.ir.core import OPS
+from pir.ir.dialects import load_dialects
 from pir.ir.parser import parse_module
 from pir.ir.printer import format_float, print_module
 
 F32 = DType.F32
+load_dialects()
+Add, Relu = OPS["nn.add"], OPS["nn.relu"]
 
 
 def small_module() -> ModuleOp:

@@ -194,7 +194,8 @@ class NodeContext:
 
 def merge_types(ours: Type, theirs: Type | None) -> Type:
     """Combine our type rule's result with ONNX's inference, dim by dim, keeping the most
-    precise: a static size from either, else ONNX's symbol, else ours."""
+    precise: a static size from either, else ONNX's symbol, else ours.  ONNX names the dims
+    it cannot know ``unk__N``; such a placeholder never replaces a symbol our rule found."""
     if theirs is None or not isinstance(ours, TensorType) or not isinstance(theirs, TensorType):
         return ours
     if not types_compatible(ours, theirs):
@@ -209,6 +210,8 @@ def merge_types(ours: Type, theirs: Type | None) -> Type:
             dims.append(a)
         elif isinstance(b, int):
             dims.append(b)
+        elif isinstance(a, str) and (b is None or b.startswith("unk__")):
+            dims.append(a)
         else:
             dims.append(b if b is not None else a)
     return TensorType(ours.dtype, tuple(dims))
