@@ -156,7 +156,7 @@ class Operation:
         self.attributes: dict[str, Any] = {}
         self.loc = loc
         self.parent: Block | None = None
-        self.text_pos: tuple[str, int, int] | None = None
+        self.text_pos = None  # a lexer.TextPos for ops read from text
         self.operand_segments = operand_segments
         self.result_segments = result_segments
         sig = self.signature

@@ -11,7 +11,7 @@ import re
 
 from pir.errors import PirError
 
-__all__ = ["Token", "tokenize", "SourceMap"]
+__all__ = ["tokenize", "token_kind", "SourceMap", "TextPos"]
 
 # One alternation without groups, so that ``findall`` returns the token strings straight
 # from C; kinds are read off a token's first characters, and offsets (needed only for error
@@ -69,24 +69,24 @@ class _Offsets:
         return self.table[index] if index < len(self.table) else len(self.text)
 
 
-class Token:
-    __slots__ = ("text", "index", "offsets")
+class TextPos:
+    """Where an op was parsed from; line and column are worked out only when asked."""
 
-    def __init__(self, text: str, index: int, offsets: _Offsets):
-        self.text = text
-        self.index = index
+    __slots__ = ("src", "offsets", "index")
+
+    def __init__(self, src: SourceMap, offsets: _Offsets, index: int):
+        self.src = src
         self.offsets = offsets
+        self.index = index
 
-    @property
-    def kind(self) -> str:
-        return token_kind(self.text)
+    def where(self) -> tuple[str, int, int]:
+        return (self.src.filename, *self.src.line_col(self.offsets[self.index]))
 
-    @property
-    def pos(self) -> int:
-        return self.offsets[self.index]
+    def error(self, message: str) -> PirError:
+        return self.src.error(message, self.offsets[self.index])
 
-    def __repr__(self) -> str:
-        return f"Token({self.kind}, {self.text!r})"
+    def __str__(self) -> str:
+        return ":".join(map(str, self.where()))
 
 
 class SourceMap:
@@ -111,12 +111,14 @@ class SourceMap:
         return PirError(message, file=self.filename, line=line, col=col, excerpt=excerpt)
 
 
-def tokenize(text: str, srcmap: SourceMap) -> list[Token]:
+def tokenize(text: str, srcmap: SourceMap) -> tuple[list[str], _Offsets]:
+    """The token strings (ending with "" for the end of input) and their lazy offsets."""
     offsets = _Offsets(text)
-    texts = [t for t in _TOKEN.findall(text) if t[:2] != "//"]
-    tokens = [Token(t, i, offsets) for i, t in enumerate(texts)]
-    for tok in tokens:
-        if len(tok.text) == 1 and tok.kind == "BAD":
-            raise srcmap.error(f"unexpected character {tok.text!r}", tok.pos)
-    tokens.append(Token("", len(texts), offsets))
-    return tokens
+    tokens = [t for t in _TOKEN.findall(text) if t[:2] != "//"]
+    singles = {t for t in tokens if len(t) == 1}
+    bad = singles - _PUNCT - set("0123456789") - {c for c in singles if c.isalpha() or c == "_"}
+    if bad:
+        index = next(i for i, t in enumerate(tokens) if t in bad)
+        raise srcmap.error(f"unexpected character {tokens[index]!r}", offsets[index])
+    tokens.append("")
+    return tokens, offsets

@@ -20,7 +20,7 @@ from pir.ir.core import OPS, Block, Operation, Region, Value
 from pir.ir.dialects import load_dialects
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
-from pir.ir.lexer import SourceMap, Token, tokenize
+from pir.ir.lexer import SourceMap, TextPos, token_kind, tokenize
 from pir.ir.types import DType, FunctionType, IndexType, TensorType, Type
 
 try:
@@ -42,39 +42,39 @@ def _unquote(text: str) -> str:
 
 
 class Parser:
+    """Recursive descent over token strings; ``self.i`` indexes the next token, and errors
+    name a token by its index (its offset is only computed when an error is raised)."""
+
     def __init__(self, text: str, filename: str):
         load_dialects()
         self.src = SourceMap(text, filename)
-        self.toks = tokenize(text, self.src)
+        self.toks, self.offsets = tokenize(text, self.src)
         self.i = 0
         self.type_cache: dict[str, Type] = {}
         self.scopes: list[dict[str, Value]] = []
-        self.forward: dict[str, Token] = {}
 
     # -- token helpers -----------------------------------------------------------------------
 
-    def error(self, message: str, tok: Token | None = None) -> PirError:
-        tok = tok or self.toks[self.i]
-        return self.src.error(message, tok.pos)
+    def error(self, message: str, at: int | None = None) -> PirError:
+        return self.src.error(message, self.offsets[self.i if at is None else at])
 
-    def peek(self) -> Token:
+    def peek(self) -> str:
         return self.toks[self.i]
 
-    def next(self) -> Token:
+    def next(self) -> str:
         tok = self.toks[self.i]
         self.i += 1
         return tok
 
-    def expect(self, text: str) -> Token:
+    def expect(self, text: str) -> None:
         tok = self.toks[self.i]
-        if tok.text != text:
-            found = "end of input" if tok.kind == "EOF" else f"'{tok.text}'"
-            raise self.error(f"expected '{text}', found {found}", tok)
+        if tok != text:
+            found = f"'{tok}'" if tok else "end of input"
+            raise self.error(f"expected '{text}', found {found}")
         self.i += 1
-        return tok
 
     def accept(self, text: str) -> bool:
-        if self.toks[self.i].text == text:
+        if self.toks[self.i] == text:
             self.i += 1
             return True
         return False
@@ -82,24 +82,27 @@ class Parser:
     # -- types -------------------------------------------------------------------------------
 
     def parse_type(self) -> Type:
-        tok = self.next()
-        if tok.kind == "TENSOR":
-            ty = self.type_cache.get(tok.text)
-            if ty is None:
-                ty = self.type_cache[tok.text] = self._tensor_type(tok)
+        tok = self.toks[self.i]
+        ty = self.type_cache.get(tok)
+        if ty is not None:
+            self.i += 1
             return ty
-        if tok.text == "index":
+        if tok.startswith("tensor<"):
+            ty = self.type_cache[tok] = self._tensor_type(tok)
+            self.i += 1
+            return ty
+        if tok == "index":
+            self.i += 1
             return IndexType()
-        if tok.text == "(":  # a function type
-            self.i -= 1
+        if tok == "(":  # a function type
             ins = self.type_list()
             self.expect("->")
             outs = self.type_list()
             return FunctionType(tuple(ins), tuple(outs))
-        raise self.error(f"expected a type, found '{tok.text}'", tok)
+        raise self.error(f"expected a type, found '{tok}'")
 
-    def _tensor_type(self, tok: Token) -> TensorType:
-        body = tok.text[len("tensor<") : -1]
+    def _tensor_type(self, tok: str) -> TensorType:
+        body = tok[len("tensor<") : -1]
         pos = 0
         dims: list[Any] = []
         if body.startswith("*x"):
@@ -122,7 +125,7 @@ class Parser:
         try:
             return TensorType(DType.parse(body[pos:]), shape)
         except (TypeError, ValueError) as e:
-            raise self.error(f"bad tensor type '{tok.text}': {e}", tok) from None
+            raise self.error(f"bad tensor type '{tok}': {e}") from None
 
     def type_list(self) -> list[Type]:
         self.expect("(")
@@ -136,7 +139,7 @@ class Parser:
             self.expect(",")
 
     def result_types(self) -> list[Type]:
-        if self.peek().text == "(":
+        if self.toks[self.i] == "(":
             return self.type_list()
         return [self.parse_type()]
 
@@ -148,27 +151,28 @@ class Parser:
         if self.accept("}"):
             return attrs
         while True:
-            tok = self.next()
-            if tok.kind not in ("IDENT", "STRING"):
-                raise self.error(f"expected an attribute name, found '{tok.text}'", tok)
+            tok = self.peek()
+            if token_kind(tok) not in ("IDENT", "STRING"):
+                raise self.error(f"expected an attribute name, found '{tok}'")
+            self.i += 1
             self.expect("=")
-            attrs[_unquote(tok.text)] = self.attr_value()
+            attrs[_unquote(tok)] = self.attr_value()
             if self.accept("}"):
                 return attrs
             self.expect(",")
 
     def attr_value(self) -> Any:
-        tok = self.next()
-        k, t = tok.kind, tok.text
+        t = self.peek()
+        k = token_kind(t)
+        if k == "TENSOR" or t == "(":
+            return self.parse_type()
+        self.i += 1
         if k == "NUMBER":
             return float(t) if ("." in t or "e" in t or "E" in t) else int(t)
         if k == "STRING":
             return json.loads(t)
         if k == "SYMBOL":
             return SymbolRef(_unquote(t[1:]))
-        if k == "TENSOR":
-            self.i -= 1
-            return self.parse_type()
         if t == "[":
             items = []
             if self.accept("]"):
@@ -189,31 +193,30 @@ class Parser:
                 return self.dense()
             if t == "resource":
                 self.expect("<")
-                key = self.next()
-                if key.kind != "STRING":
-                    raise self.error("expected a resource key string", key)
+                key = self.peek()
+                if token_kind(key) != "STRING":
+                    raise self.error("expected a resource key string")
+                self.i += 1
                 self.expect(">")
-                return ResourceRef(json.loads(key.text))
+                return ResourceRef(json.loads(key))
             if t == "index":
                 return IndexType()
             try:
                 return DType.parse(t)
             except ValueError:
                 pass
-        if t == "(":
-            self.i -= 1
-            return self.parse_type()
-        raise self.error(f"expected an attribute value, found '{t}'", tok)
+        raise self.error(f"expected an attribute value, found '{t}'", self.i - 1)
 
     def dense(self) -> DenseAttr:
-        start = self.expect("<")
+        start = self.i
+        self.expect("<")
         value = self._dense_elems()
         self.expect(">")
         self.expect(":")
-        ty_tok = self.peek()
+        at = self.i
         ty = self.parse_type()
         if not isinstance(ty, TensorType) or not ty.is_static:
-            raise self.error("a dense attribute needs a static tensor type", ty_tok)
+            raise self.error("a dense attribute needs a static tensor type", at)
         try:
             arr = _dense_array(value, ty)
         except (ValueError, TypeError, OverflowError) as e:
@@ -222,7 +225,7 @@ class Parser:
 
     def _dense_elems(self) -> Any:
         tok = self.next()
-        if tok.text == "[":
+        if tok == "[":
             items = []
             if self.accept("]"):
                 return items
@@ -231,54 +234,56 @@ class Parser:
                 if self.accept("]"):
                     return items
                 self.expect(",")
-        if tok.text == "(":  # complex: (re, im)
-            re_, im = self._dense_elems(), None
+        if tok == "(":  # complex: (re, im)
+            re_ = self._dense_elems()
             self.expect(",")
             im = self._dense_elems()
             self.expect(")")
             return complex(re_, im)
-        if tok.kind == "NUMBER":
-            t = tok.text
-            return float(t) if ("." in t or "e" in t or "E" in t) else int(t)
-        if tok.kind == "STRING":
-            return json.loads(tok.text)
-        if tok.text in ("true", "false"):
-            return tok.text == "true"
-        if tok.text in ("inf", "-inf", "nan"):
-            return float(tok.text)
-        raise self.error(f"expected a tensor element, found '{tok.text}'", tok)
+        kind = token_kind(tok)
+        if kind == "NUMBER":
+            return float(tok) if ("." in tok or "e" in tok or "E" in tok) else int(tok)
+        if kind == "STRING":
+            return json.loads(tok)
+        if tok in ("true", "false"):
+            return tok == "true"
+        if tok in ("inf", "-inf", "nan"):
+            return float(tok)
+        raise self.error(f"expected a tensor element, found '{tok}'", self.i - 1)
 
     # -- values ------------------------------------------------------------------------------
 
-    def define(self, tok: Token, value: Value) -> None:
-        name = _unquote(tok.text[1:])
+    def define(self, at: int, value: Value) -> None:
+        name = _unquote(self.toks[at][1:])
         scope = self.scopes[-1]
         if name in scope or any(name in s for s in self.scopes[:-1]):
-            raise self.error(f"value %{name} is defined twice", tok)
+            raise self.error(f"value %{name} is defined twice", at)
         value.name = name
         scope[name] = value
 
-    def lookup(self, tok: Token) -> Value:
-        name = _unquote(tok.text[1:])
+    def lookup(self, at: int) -> Value:
+        name = self.toks[at][1:]
+        if name[:1] == '"':
+            name = json.loads(name)
         for scope in reversed(self.scopes):
             v = scope.get(name)
             if v is not None:
                 return v
-        if self._defined_later(name):
-            raise self.error(f"value %{name} is used before it is defined", tok)
-        raise self.error(f"undefined value %{name}", tok)
+        if self._defined_later(name, at):
+            raise self.error(f"value %{name} is used before it is defined", at)
+        raise self.error(f"undefined value %{name}", at)
 
-    def _defined_later(self, name: str) -> bool:
-        """Whether %name is defined somewhere after the current token (for a better error)."""
+    def _defined_later(self, name: str, start: int) -> bool:
+        """Whether %name is defined somewhere after token ``start`` (for a better error)."""
         toks = self.toks
-        for j in range(self.i, len(toks) - 1):
+        for j in range(start + 1, len(toks) - 1):
             t = toks[j]
-            if t.kind != "VALUE" or _unquote(t.text[1:]) != name:
+            if t[:1] != "%" or _unquote(t[1:]) != name:
                 continue
             k = j + 1
-            while toks[k].text == "," and toks[k + 1].kind == "VALUE":
+            while toks[k] == "," and toks[k + 1][:1] == "%":
                 k += 2  # walk a result list: %a, %b = ...
-            if toks[k].text in ("=", ":"):
+            if toks[k] in ("=", ":"):
                 return True
         return False
 
@@ -286,12 +291,12 @@ class Parser:
 
     def parse_module(self) -> ModuleOp:
         tok = self.peek()
-        if tok.text != "module":
-            raise self.error(f"expected 'module', found '{tok.text}'", tok)
-        self.next()
+        if tok != "module":
+            raise self.error(f"expected 'module', found '{tok}'")
+        self.i += 1
         name = ""
-        if self.peek().kind == "SYMBOL":
-            name = _unquote(self.next().text[1:])
+        if self.peek()[:1] == "@":
+            name = _unquote(self.next()[1:])
         attrs = {}
         if self.accept("attributes"):
             attrs = self.attr_dict()
@@ -299,34 +304,34 @@ class Parser:
         self.expect("{")
         while not self.accept("}"):
             tok = self.peek()
-            if tok.text == "func.func":
+            if tok == "func.func":
                 module.body.block.append(self.parse_func())
-            elif tok.kind == "EOF":
-                raise self.error("expected '}' to close the module", tok)
+            elif not tok:
+                raise self.error("expected '}' to close the module")
             else:
                 self.scopes = [{}]
                 module.body.block.append(self.parse_op())
-        end = self.peek()
-        if end.kind != "EOF":
-            raise self.error(f"unexpected '{end.text}' after the module", end)
+        if self.peek():
+            raise self.error(f"unexpected '{self.peek()}' after the module")
         return module
 
     def parse_func(self) -> FuncOp:
-        start = self.next()
+        start = self.i
+        self.i += 1
+        if self.peek()[:1] != "@":
+            raise self.error("expected a function name like @main")
         sym = self.next()
-        if sym.kind != "SYMBOL":
-            raise self.error("expected a function name like @main", sym)
         self.scopes = [{}]
         self.expect("(")
-        arg_toks: list[Token] = []
+        arg_at: list[int] = []
         arg_types: list[Type] = []
         if not self.accept(")"):
             while True:
-                tok = self.next()
-                if tok.kind != "VALUE":
-                    raise self.error(f"expected an argument like %x, found '{tok.text}'", tok)
+                if self.peek()[:1] != "%":
+                    raise self.error(f"expected an argument like %x, found '{self.peek()}'")
+                arg_at.append(self.i)
+                self.i += 1
                 self.expect(":")
-                arg_toks.append(tok)
                 arg_types.append(self.parse_type())
                 if self.accept(")"):
                     break
@@ -337,21 +342,22 @@ class Parser:
         if self.accept("attributes"):
             attrs = self.attr_dict()
         loc = self.loc()
-        fn = FuncOp.create(_unquote(sym.text[1:]), arg_types, outs, loc=loc)
+        fn = FuncOp.create(_unquote(sym[1:]), arg_types, outs, loc=loc)
         for k, v in attrs.items():
             fn.attributes[k] = v
-        fn.text_pos = self._pos(start)
-        for tok, arg in zip(arg_toks, fn.entry.args):
-            self.define(tok, arg)
+        fn.text_pos = TextPos(self.src, self.offsets, start)
+        for at, arg in zip(arg_at, fn.entry.args):
+            self.define(at, arg)
         self.expect("{")
         self.block_body(fn.entry)
         return fn
 
     def block_body(self, block: Block) -> None:
         while not self.accept("}"):
-            if self.peek().kind == "EOF":
+            tok = self.peek()
+            if not tok:
                 raise self.error("expected '}' to close the block")
-            if self.peek().kind == "LABEL":
+            if tok[:1] == "^":
                 raise self.error("a block label must start a region's block")
             block.append(self.parse_op())
 
@@ -359,109 +365,110 @@ class Parser:
         self.expect("{")
         region = Region()
         self.scopes.append({})
-        if self.peek().kind != "LABEL":
+        if self.peek()[:1] != "^":
             block = region.add_block(Block())
             self.block_body(block)
         else:
-            while self.peek().kind == "LABEL":
-                self.next()
+            while self.peek()[:1] == "^":
+                self.i += 1
                 block = region.add_block(Block())
                 self.expect("(")
                 if not self.accept(")"):
                     while True:
-                        tok = self.next()
-                        if tok.kind != "VALUE":
-                            raise self.error("expected a block argument like %x", tok)
+                        if self.peek()[:1] != "%":
+                            raise self.error("expected a block argument like %x")
+                        at = self.i
+                        self.i += 1
                         self.expect(":")
-                        self.define(tok, block.add_arg(self.parse_type()))
+                        self.define(at, block.add_arg(self.parse_type()))
                         if self.accept(")"):
                             break
                         self.expect(",")
                 self.expect(":")
-                while self.peek().kind not in ("LABEL", "EOF") and self.peek().text != "}":
+                while self.peek()[:1] != "^" and self.peek() not in ("}", ""):
                     block.append(self.parse_op())
             self.expect("}")
         self.scopes.pop()
         return region
 
     def loc(self) -> str | None:
-        if self.peek().text != "loc":
+        if self.toks[self.i] != "loc":
             return None
-        self.next()
+        self.i += 1
         self.expect("(")
-        tok = self.next()
-        if tok.kind != "STRING":
-            raise self.error("expected a location string", tok)
+        tok = self.peek()
+        if tok[:1] != '"':
+            raise self.error("expected a location string")
+        self.i += 1
         self.expect(")")
-        return json.loads(tok.text)
-
-    def _pos(self, tok: Token) -> tuple[str, int, int]:
-        line, col = self.src.line_col(tok.pos)
-        return (self.src.filename, line, col)
+        return json.loads(tok)
 
     def parse_op(self) -> Operation:
-        first = self.peek()
-        result_toks: list[Token] = []
-        if first.kind == "VALUE":
+        toks = self.toks
+        result_at: list[int] = []
+        if toks[self.i][:1] == "%":
             while True:
-                result_toks.append(self.next())
+                result_at.append(self.i)
+                self.i += 1
                 if self.accept("="):
                     break
                 self.expect(",")
-        name_tok = self.next()
-        cls = OPS.get(name_tok.text)
+        name_at = self.i
+        name = toks[name_at]
+        cls = OPS.get(name)
         if cls is None:
-            if name_tok.kind != "IDENT":
-                raise self.error(f"expected an op name, found '{name_tok.text}'", name_tok)
-            raise self.error(f"unknown op '{name_tok.text}'", name_tok)
+            if token_kind(name) != "IDENT":
+                raise self.error(f"expected an op name, found '{name}'")
+            raise self.error(f"unknown op '{name}'")
+        self.i += 1
         self.expect("(")
         operands: list[Value] = []
         if not self.accept(")"):
             lookup = self.lookup
             while True:
-                tok = self.next()
-                if tok.kind != "VALUE":
-                    raise self.error(f"expected an operand like %x, found '{tok.text}'", tok)
-                operands.append(lookup(tok))
+                if toks[self.i][:1] != "%":
+                    raise self.error(f"expected an operand like %x, found '{toks[self.i]}'")
+                operands.append(lookup(self.i))
+                self.i += 1
                 if self.accept(")"):
                     break
                 self.expect(",")
         regions: list[Region] = []
-        if self.peek().text == "(":
-            self.next()
+        if toks[self.i] == "(":
+            self.i += 1
             while True:
                 regions.append(self.region())
                 if self.accept(")"):
                     break
                 self.expect(",")
         attrs: dict[str, Any] = {}
-        if self.peek().text == "{":
+        if toks[self.i] == "{":
             attrs = self.attr_dict()
         self.expect(":")
-        type_tok = self.peek()
+        type_at = self.i
         in_types = self.type_list()
         self.expect("->")
         out_types = self.result_types()
         loc = self.loc()
         if len(in_types) != len(operands):
             raise self.error(f"{cls.name} has {len(operands)} operands but its type lists "
-                             f"{len(in_types)}", type_tok)
+                             f"{len(in_types)}", type_at)
         for k, (v, t) in enumerate(zip(operands, in_types)):
             if v.type != t:
                 raise self.error(f"operand {k} of {cls.name} is %{v.name} of type {v.type}, "
-                                 f"but the op's type says {t}", type_tok)
-        if len(out_types) != len(result_toks):
-            raise self.error(f"{cls.name} defines {len(result_toks)} results but its type "
-                             f"lists {len(out_types)}", type_tok)
+                                 f"but the op's type says {t}", type_at)
+        if len(out_types) != len(result_at):
+            raise self.error(f"{cls.name} defines {len(result_at)} results but its type "
+                             f"lists {len(out_types)}", type_at)
         segs = [tuple(attrs.pop(k)) if k in attrs else None for k in _SEGMENT_ATTRS]
         try:
             op = cls(operands, out_types, attrs, regions, loc,
                      operand_segments=segs[0], result_segments=segs[1])
         except PirError as e:
-            raise self.error(e.message, name_tok) from None
-        op.text_pos = self._pos(name_tok)
-        for tok, r in zip(result_toks, op.results):
-            self.define(tok, r)
+            raise self.error(e.message, name_at) from None
+        op.text_pos = TextPos(self.src, self.offsets, name_at)
+        for at, r in zip(result_at, op.results):
+            self.define(at, r)
         return op
 
 

@@ -58,6 +58,9 @@ def broadcast_dims(a: Dim, b: Dim) -> Dim:
 def broadcast_shapes(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
     if any(s is None for s in shapes):
         return None
+    first = shapes[0]
+    if all(s == first for s in shapes):  # the common case: nothing to broadcast
+        return tuple(first)
     rank = max((len(s) for s in shapes), default=0)
     out: list[Dim] = [1] * rank
     for s in shapes:

@@ -19,10 +19,10 @@ __all__ = ["verify_module", "verify_op", "types_compatible"]
 
 
 def _fail(op: Operation, message: str) -> PirError:
-    err = PirError(f"{op.describe()}: {message}")
-    if op.text_pos is not None:
-        err.file, err.line, err.col = op.text_pos
-    return err
+    text = f"{op.describe()}: {message}"
+    if op.text_pos is not None:  # parsed ops point at their line, with a caret
+        return op.text_pos.error(text)
+    return PirError(text)
 
 
 def types_compatible(declared: Type, inferred: Type) -> bool:
@@ -100,6 +100,10 @@ def _verify_one(op: Operation) -> None:
 
 
 def _check_counts(op, what, defs, values, segments) -> None:
+    if segments is None and not any(d.optional or d.variadic or d.dtypes is not None for d in defs):
+        if len(values) != len(defs):  # the common case: a fixed list of untyped operands
+            raise _fail(op, f"expects {len(defs)} {what}s, has {len(values)}")
+        return
     fixed = sum(1 for d in defs if not (d.optional or d.variadic))
     flexible = [d for d in defs if d.optional or d.variadic]
     n = len(values)
@@ -121,7 +125,10 @@ def _check_counts(op, what, defs, values, segments) -> None:
         raise _fail(op, f"has optional {what}s in several places: needs {what}_segments")
     if all(d.dtypes is None for d in defs):
         return
-    spans = split_groups(defs, n, segments)
+    if segments is None and not flexible:
+        spans = [(i, i + 1) for i in range(n)]
+    else:
+        spans = split_groups(defs, n, segments)
     for d, (start, stop) in zip(defs, spans):
         if d.dtypes is None:
             continue

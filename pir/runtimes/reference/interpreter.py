@@ -30,7 +30,7 @@ def _as_array(x: Any, t: TensorType | None) -> np.ndarray:
 
 
 def _where(op: Operation) -> str:
-    pos = f" at {op.text_pos[0]}:{op.text_pos[1]}:{op.text_pos[2]}" if op.text_pos else ""
+    pos = f" at {op.text_pos}" if op.text_pos is not None else ""
     return f"{op.describe()}{pos}"
 
 

@@ -1,8 +1,9 @@
 """Reductions over axes, arg-reductions, cumulative scans and top-k.
 
 Every ``nn.reduce_*`` op has ONNX's newest (opset 18) shape: the axes are an optional i64
-operand (absent or empty: all axes, or none at all with ``noop_with_empty_axes``), and
-``keepdims`` keeps reduced axes as size-1 dims.  Reducing an empty set gives the reduction's
+operand (absent or empty: all axes, or with ``noop_with_empty_axes`` none at all, which leaves
+only the elementwise steps, such as ReduceSumSquare's square), and ``keepdims`` keeps reduced
+axes as size-1 dims.  Reducing an empty set gives the reduction's
 identity (0 for sums, 1 for products, -inf/+inf or the dtype's extreme for max/min).
 """
 
@@ -27,7 +28,8 @@ _AXIS_INTS = frozenset({DType.I32, DType.I64})
 
 
 class ReduceOp(Operation):
-    """reduced = f(data) over ``axes`` (all axes when absent or empty)."""
+    """reduced = f(data) over ``axes`` (when absent or empty: all axes, or none with
+    ``noop_with_empty_axes``)."""
 
     traits = frozenset({Pure, Reduction})
     data = operand(dtypes=NUMERIC)
@@ -47,13 +49,12 @@ class ReduceOp(Operation):
         return [TensorType(t.dtype, self._shape(t.shape))]
 
     def _shape(self, shape):
-        if self.axes is None:
-            return reduce_shape(shape, None, self.keepdims)
-        axes = const_value(self.axes)
-        if axes is not None:
-            if axes.size == 0 and self.noop_with_empty_axes:
-                return shape
-            return reduce_shape(shape, [int(a) for a in axes.reshape(-1)], self.keepdims)
+        axes = None if self.axes is None else const_value(self.axes)
+        if self.axes is None or axes is not None:
+            if (axes is None or axes.size == 0) and self.noop_with_empty_axes:
+                return shape  # no axes to reduce: elementwise
+            listed = None if axes is None else [int(a) for a in axes.reshape(-1)]
+            return reduce_shape(shape, listed, self.keepdims)
         # The axes are only known at run time: the rank may still be.
         if shape is None:
             return None

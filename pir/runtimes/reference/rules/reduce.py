@@ -1,0 +1,128 @@
+"""Reference rules for reductions, arg-reductions, cumulative scans and top-k."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pir.runtimes.reference.registry import evaluates, operand_arrays
+
+
+def wide(x: np.ndarray) -> np.ndarray:
+    """x in a type wide enough to accumulate in: f16 and narrower floats go to f32."""
+    if x.dtype.kind in "fV" and x.dtype.itemsize < 4:
+        return x.astype(np.float32)
+    return x
+
+
+def _extreme(dtype: np.dtype, largest: bool):
+    """The dtype's largest value (the identity of min) or its least (the identity of max)."""
+    if dtype == np.bool_:
+        return largest
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.max if largest else info.min
+    return np.inf if largest else -np.inf
+
+
+def _max(x, axes, keep):
+    return np.max(x, axis=axes, keepdims=keep, initial=_extreme(x.dtype, False))
+
+
+def _min(x, axes, keep):
+    return np.min(x, axis=axes, keepdims=keep, initial=_extreme(x.dtype, True))
+
+
+def _sum(x, axes, keep):
+    return np.sum(wide(x), axis=axes, keepdims=keep, dtype=wide(x).dtype)
+
+
+def _log_sum_exp(x, axes, keep):
+    x = wide(x)
+    m = _max(x, axes, True)
+    m = np.where(np.isfinite(m), m, 0)  # all -inf (or empty): log(0) = -inf, without NaNs
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+    return out if keep else np.squeeze(out, axis=axes)
+
+
+def _mean(x, axes, keep):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.mean(wide(x), axis=axes, keepdims=keep)
+
+
+def _log(v):
+    with np.errstate(divide="ignore"):
+        return np.log(v)
+
+
+# name -> f(x, axes, keepdims); each keeps x's dtype family (the result is cast back).
+REDUCERS = {
+    "nn.reduce_sum": _sum,
+    "nn.reduce_mean": _mean,
+    "nn.reduce_max": _max,
+    "nn.reduce_min": _min,
+    "nn.reduce_prod": lambda x, a, k: np.prod(wide(x), axis=a, keepdims=k, dtype=wide(x).dtype),
+    "nn.reduce_l1": lambda x, a, k: _sum(np.abs(x), a, k),
+    "nn.reduce_l2": lambda x, a, k: np.sqrt(_sum(wide(x) * wide(x), a, k)),
+    "nn.reduce_log_sum": lambda x, a, k: _log(_sum(x, a, k)),
+    "nn.reduce_log_sum_exp": _log_sum_exp,
+    "nn.reduce_sum_square": lambda x, a, k: _sum(wide(x) * wide(x), a, k),
+}
+
+
+@evaluates(*REDUCERS)
+def reduce(op, *arrays):
+    args = operand_arrays(op, arrays)
+    x, axes = args["data"], args["axes"]
+    if axes is None or axes.size == 0:
+        # No axes: all of them, or none, where composite reductions still apply their
+        # elementwise steps (ReduceSumSquare squares, ReduceLogSum takes the log).
+        axes = () if op.noop_with_empty_axes else tuple(range(x.ndim))
+    elif x.ndim == 0:
+        axes = ()  # a scalar's axis -1 or 0 is no axis at all
+    else:
+        axes = tuple(sorted({int(a) % x.ndim for a in axes.reshape(-1)}))
+    out = REDUCERS[op.name](x, axes, op.keepdims)
+    return np.asarray(out).astype(x.dtype)
+
+
+@evaluates("nn.arg_max", "nn.arg_min")
+def arg_reduce(op, x):
+    find = np.argmax if op.name == "nn.arg_max" else np.argmin
+    axis = op.axis % x.ndim if x.ndim else 0
+    if op.select_last_index:  # search the reversed axis, then map back
+        idx = x.shape[axis] - 1 - find(np.flip(x, axis), axis=axis, keepdims=True)
+    else:
+        idx = find(x, axis=axis, keepdims=True)
+    idx = idx.astype(np.int64)
+    return idx if op.keepdims else np.squeeze(idx, axis=axis)
+
+
+_SCANS = {"nn.cum_sum": (np.cumsum, 0), "nn.cum_prod": (np.cumprod, 1)}
+
+
+@evaluates(*_SCANS)
+def scan(op, x, axis):
+    fn, identity = _SCANS[op.name]
+    axis = int(axis.reshape(-1)[0]) % x.ndim
+    v = np.flip(x, axis) if op.reverse else x
+    out = fn(wide(v), axis=axis, dtype=wide(v).dtype).astype(x.dtype)
+    if op.exclusive:  # shift by one: element i gets the scan up to i - 1
+        pad = np.full_like(np.take(out, [0], axis=axis), identity)
+        out = np.concatenate([pad, np.take(out, range(x.shape[axis] - 1), axis=axis)], axis=axis)
+    return np.flip(out, axis) if op.reverse else out
+
+
+@evaluates("nn.top_k")
+def top_k(op, x, k):
+    k = int(k.reshape(-1)[0])
+    axis = op.axis % x.ndim
+    if op.largest:
+        # A stable ascending sort of the reversed axis, read backwards, is descending with
+        # equal values in index order; it works for unsigned types, unlike sorting -x.
+        rev = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+        order = x.shape[axis] - 1 - np.flip(rev, axis)
+    else:
+        order = np.argsort(x, axis=axis, kind="stable")
+    idx = np.take(order, range(k), axis=axis).astype(np.int64)
+    return np.take_along_axis(x, idx, axis=axis), idx
