@@ -159,6 +159,22 @@ class Type:
     __slots__ = ()
 
 
+_GOOD_SHAPES: set[tuple] = set()
+
+
+def _known_good(shape: tuple) -> bool:
+    """Shapes are checked once: type rules build the same few shapes over and over."""
+    if shape in _GOOD_SHAPES:
+        return True
+    if len(_GOOD_SHAPES) < 65536 and all(
+        d is None or (type(d) is int and d >= 0) or (type(d) is str and is_symbol_name(d))
+        for d in shape
+    ):
+        _GOOD_SHAPES.add(shape)
+        return True
+    return False
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionType(Type):
     """``(inputs) -> (outputs)``: the type of a function."""
@@ -194,6 +210,8 @@ class TensorType(Type):
             return
         if not isinstance(self.shape, tuple):
             object.__setattr__(self, "shape", tuple(self.shape))
+        if _known_good(self.shape):
+            return
         for d in self.shape:
             if d is None:
                 continue
