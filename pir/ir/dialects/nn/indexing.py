@@ -9,9 +9,10 @@ from __future__ import annotations
 from pir.errors import PirError
 from pir.ir.attributes import INT, INTS, STR
 from pir.ir.core import Operation
+from pir.ir.dialects.nn.shape import shape_value
 from pir.ir.opdef import Pure, attr, operand, result
-from pir.ir.typerules import const_value, normalize_axis, tensor
-from pir.ir.types import DType, TensorType
+from pir.ir.typerules import normalize_axis, tensor
+from pir.ir.types import DType
 
 __all__ = [
     "INDEX_DTYPES", "check_choice", "Gather", "GatherElements", "GatherND", "ScatterElements",
@@ -218,13 +219,8 @@ class MaxUnpool(Operation):
 
     def infer(self):
         tx = tensor(self.x)
-        shape = const_value(self.output_shape)
-        if shape is not None:
-            return [tx.with_shape(tuple(int(d) for d in shape))]
         if self.output_shape is not None:
-            rank = tensor(self.output_shape).shape
-            n = rank[0] if rank and isinstance(rank[0], int) else None
-            return [tx.with_shape(None if n is None else (None,) * n)]
+            return [tx.with_shape(shape_value(self.output_shape))]
         if tx.shape is None:
             return [tx]
         return [tx.with_shape(unpooled_shape(self, tx.shape))]
