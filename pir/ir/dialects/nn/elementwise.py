@@ -444,16 +444,16 @@ class Mean(VariadicOp):
 
 
 class Where(Operation):
-    """y = x where condition else other, the three broadcast together."""
+    """output = x where condition else y, the three broadcast together."""
 
     name = "nn.where"
     traits = frozenset({Pure, Elementwise, Broadcasting})
     condition = operand(dtypes=BOOLS)
     x = operand()
-    other = operand()
-    y = result()
+    y = operand()
+    output = result()
 
     def infer(self):
-        dtype = check_same_dtype([self.x, self.other])
-        shapes = (tensor(v).shape for v in (self.condition, self.x, self.other))
+        dtype = check_same_dtype([self.x, self.y])
+        shapes = (tensor(v).shape for v in (self.condition, self.x, self.y))
         return [TensorType(dtype, broadcast_shapes(*shapes))]

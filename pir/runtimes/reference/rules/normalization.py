@@ -20,7 +20,10 @@ def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
 
 @evaluates("nn.softmax")
 def softmax(op, x):
-    return np.exp(_log_softmax(x, op.axis)).astype(x.dtype)
+    # ONNX's definition step by step in the input's precision (exp(x - max) / sum): for f16
+    # and bf16 this rounds as other runtimes do, where exp(log_softmax) in f32 would not.
+    e = np.exp(x - np.max(x, axis=op.axis, keepdims=True))
+    return e / np.sum(e, axis=op.axis, keepdims=True)
 
 
 @evaluates("nn.log_softmax")
