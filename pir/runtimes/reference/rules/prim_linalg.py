@@ -1,0 +1,69 @@
+"""Reference rules for dot_general and conv (einsum-based, accumulating in at least f32)."""
+
+from __future__ import annotations
+
+import string
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from pir.runtimes.reference.registry import evaluates
+from pir.runtimes.reference.rules.prim_common import compute_dtype
+
+
+@evaluates("prim.dot_general")
+def dot_general(op, lhs, rhs):
+    letters = iter(string.ascii_letters)
+    lsub = [next(letters) for _ in range(lhs.ndim)]
+    rsub = [""] * rhs.ndim
+    lb, rb = op.lhs_batching_dimensions, op.rhs_batching_dimensions
+    lc, rc = op.lhs_contracting_dimensions, op.rhs_contracting_dimensions
+    for a, b in zip(lb + lc, rb + rc):  # paired dims share a letter
+        rsub[b] = lsub[a]
+    rsub = [s or next(letters) for s in rsub]
+    out = ([lsub[a] for a in lb] + [s for i, s in enumerate(lsub) if i not in lb + lc]
+           + [s for i, s in enumerate(rsub) if i not in rb + rc])
+    spec = f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
+    work = compute_dtype(lhs.dtype)
+    res = np.einsum(spec, lhs.astype(work, copy=False), rhs.astype(work, copy=False))
+    return np.asarray(res).astype(lhs.dtype, copy=False)
+
+
+def _dilate(x: np.ndarray, factors) -> np.ndarray:
+    """Insert factor - 1 zeros between neighbouring elements of each spatial dim."""
+    if all(f == 1 for f in factors):
+        return x
+    shape = list(x.shape[:2]) + [(s - 1) * f + 1 if s else 0 for s, f in zip(x.shape[2:], factors)]
+    out = np.zeros(shape, x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(None, None, f) for f in factors)] = x
+    return out
+
+
+def _pad(x: np.ndarray, low, high) -> np.ndarray:
+    """Pad the spatial dims with zeros; negative amounts crop."""
+    x = np.pad(x, [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)])
+    crop = [slice(None), slice(None)] + [slice(max(-lo, 0), n - max(-hi, 0))
+                                         for lo, hi, n in zip(low, high, x.shape[2:])]
+    return x[tuple(crop)]
+
+
+@evaluates("prim.conv")
+def conv(op, x, kernel):
+    n_sp = x.ndim - 2
+    w = op.window(n_sp)
+    work = compute_dtype(x.dtype)
+    xp = _pad(_dilate(x.astype(work), w["lhs_dilation"]), w["padding_low"], w["padding_high"])
+    span = [(k - 1) * d + 1 for k, d in zip(kernel.shape[2:], w["rhs_dilation"])]
+    # windows: [N, C, out..., span...], then strided positions and dilated taps.
+    win = sliding_window_view(xp, span, axis=tuple(range(2, 2 + n_sp)))
+    win = win[(slice(None), slice(None))
+              + tuple(slice(None, None, s) for s in w["window_strides"])
+              + tuple(slice(None, None, d) for d in w["rhs_dilation"])]
+    g = op.feature_group_count
+    n, c = x.shape[:2]
+    o = kernel.shape[0]
+    win = win.reshape((n, g, c // g) + win.shape[2:])
+    ker = kernel.astype(work).reshape((g, o // g) + kernel.shape[1:])
+    sp, taps = "abcdefgh"[:n_sp], "pqrstuvw"[:n_sp]
+    res = np.einsum(f"NGC{sp}{taps},GOC{taps}->NGO{sp}", win, ker, optimize=True)
+    return res.reshape((n, o) + res.shape[3:]).astype(x.dtype, copy=False)
