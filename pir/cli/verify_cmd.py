@@ -24,5 +24,5 @@ def verify_cmd(input: str, output: str | None) -> None:
     module = read_module(input)
     if output is not None:
         write_module_to(module, output)
-    n = sum(1 for fn in module.funcs for _ in fn.walk()) 
+    n = sum(1 for fn in module.funcs for op in fn.walk() if op is not fn)
     click.echo(f"{input}: ok ({n} ops, {len(module.resources)} resources)", err=True)

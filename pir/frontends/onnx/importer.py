@@ -143,9 +143,11 @@ class ModelImporter:
                    for n in g.node):
                 raise PirError("the model imports no version of the default ONNX domain",
                                file=self.filename)
-        elif not MIN_OPSET <= ver <= MAX_OPSET:
-            raise PirError(f"ONNX opset {ver} is not supported (supported: {MIN_OPSET} to "
-                           f"{MAX_OPSET})", file=self.filename)
+        elif ver > MAX_OPSET:
+            raise PirError(f"ONNX opset {ver} is newer than this pir knows (up to {MAX_OPSET})",
+                           file=self.filename)
+        elif ver < MIN_OPSET:
+            self._check_ancient_opset(ver)
         missing: dict[tuple[str, str], list[str]] = {}
         for g in _walk_graphs(self.model.graph):
             for i, node in enumerate(g.node):
@@ -160,6 +162,26 @@ class ModelImporter:
                 parts.append(f"{dom + '::' if dom else ''}{op} (opset {version}; "
                              f"{len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
             raise PirError(f"unsupported ONNX ops: {'; '.join(parts)}", file=self.filename)
+
+    def _check_ancient_opset(self, ver: int) -> None:
+        """Opsets before 7 are accepted only when every op in the model is defined there
+        exactly as at opset 7 (the oldest semantics the converters handle)."""
+        changed = set()
+        for g in _walk_graphs(self.model.graph):
+            for node in g.node:
+                if node.domain not in DEFAULT_DOMAINS:
+                    continue
+                try:
+                    old = onnx.defs.get_schema(node.op_type, ver).since_version
+                    new = onnx.defs.get_schema(node.op_type, MIN_OPSET).since_version
+                except onnx.defs.SchemaError:
+                    continue  # an unknown op: reported by the unsupported-op check
+                if old != new:
+                    changed.add(node.op_type)
+        if changed:
+            raise PirError(f"ONNX opset {ver} is too old: {', '.join(sorted(changed))} changed "
+                           f"meaning by opset {MIN_OPSET}, the oldest supported",
+                           file=self.filename)
 
     # -- tensors -----------------------------------------------------------------------------
 
