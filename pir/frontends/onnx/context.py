@@ -144,19 +144,25 @@ class NodeContext:
         self._emitted += 1
         return self.graph.importer.constant(self.graph.builder, arr, name, self.loc)
 
-    def subgraph(self, attr_name: str, yield_cls: type[Operation]) -> Region:
+    def subgraph(self, attr_name: str, yield_cls: type[Operation],
+                 arg_types: list[Type | None] | None = None) -> Region:
         """Convert the graph attribute ``attr_name`` into a one-block region.
 
         The block's arguments are the subgraph's inputs; it ends with ``yield_cls`` of the
-        subgraph's outputs.  The subgraph may use any value of the enclosing graphs."""
+        subgraph's outputs.  The subgraph may use any value of the enclosing graphs.
+        ``arg_types`` are the types the op passes in, for inputs ONNX leaves untyped."""
         from pir.frontends.onnx.importer import GraphImporter, type_from_onnx
 
         graph = self.attr(attr_name)
         if graph is None:
             raise self.error(f"missing graph attribute '{attr_name}'")
         types, names = [], []
-        for i in graph.input:
-            t = type_from_onnx(i.type) or self.graph.inferred_type(i.name)
+        for k, i in enumerate(graph.input):
+            t = type_from_onnx(i.type)
+            if t is None and arg_types is not None and k < len(arg_types):
+                t = arg_types[k]
+            if t is None:
+                t = self.graph.inferred_type(i.name)
             if t is None:
                 raise self.error(f"subgraph input '{i.name}' has no known type")
             types.append(t)

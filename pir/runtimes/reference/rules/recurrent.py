@@ -1,0 +1,144 @@
+"""Reference rules for nn.rnn, nn.gru and nn.lstm.
+
+One driver runs every direction over the sequence (honouring ``sequence_lens``: a batch entry
+stops updating its state after its length, and its Y is zero there); each op only supplies its
+cell, one time step for the whole batch.  Arithmetic stays in the input's element type, as in
+ONNX Runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from pir.ir.dialects.nn.recurrent import ACTIVATIONS
+from pir.runtimes.reference.registry import evaluates, operand_arrays
+
+Fn = Callable[[np.ndarray], np.ndarray]
+
+#: (alpha, beta) used when activation_alpha/beta run out (ONNX Runtime's defaults).
+_PARAM_DEFAULTS = {"leakyrelu": (0.01, 0.0), "thresholdedrelu": (1.0, 0.0),
+                   "hardsigmoid": (0.2, 0.5), "elu": (1.0, 0.0), "affine": (1.0, 0.0),
+                   "scaledtanh": (1.0, 1.0)}
+_DEFAULT_ACTIVATIONS = {"nn.rnn": ("tanh",), "nn.gru": ("sigmoid", "tanh"),
+                        "nn.lstm": ("sigmoid", "tanh", "tanh")}
+
+
+def _activation(name: str, alpha: float, beta: float) -> Fn:
+    def sigmoid(x):
+        return 1 / (1 + np.exp(-x))
+
+    table: dict[str, Fn] = {
+        "relu": lambda x: np.maximum(x, 0),
+        "tanh": np.tanh,
+        "sigmoid": sigmoid,
+        "affine": lambda x: alpha * x + beta,
+        "leakyrelu": lambda x: np.where(x >= 0, x, alpha * x),
+        "thresholdedrelu": lambda x: np.where(x > alpha, x, 0),
+        "scaledtanh": lambda x: alpha * np.tanh(beta * x),
+        "hardsigmoid": lambda x: np.clip(alpha * x + beta, 0, 1),
+        "elu": lambda x: np.where(x >= 0, x, alpha * (np.exp(x) - 1)),
+        "softsign": lambda x: x / (1 + np.abs(x)),
+        "softplus": lambda x: np.log1p(np.exp(x)),
+    }
+    return table[name]
+
+
+def _activations(op) -> list[list[Fn]]:
+    """The activation functions of each direction.  activation_alpha and activation_beta
+    are consumed in order by the functions that take them."""
+    per_dir, dirs = op.num_activations, op.num_directions
+    names = [n.lower() for n in (op.activations or _DEFAULT_ACTIVATIONS[op.name])]
+    if len(names) == per_dir:
+        names = names * dirs  # one direction's list serves both
+    alphas, betas = iter(op.activation_alpha), iter(op.activation_beta)
+    fns = []
+    for n in names:
+        uses_alpha, uses_beta = ACTIVATIONS[n]
+        da, db = _PARAM_DEFAULTS.get(n, (0.0, 0.0))
+        alpha = next(alphas, da) if uses_alpha else da
+        beta = next(betas, db) if uses_beta else db
+        fns.append(_activation(n, alpha, beta))
+    return [fns[d * per_dir:(d + 1) * per_dir] for d in range(dirs)]
+
+
+def _clipper(clip: float | None) -> Fn:
+    if clip is None:
+        return lambda x: x
+    return lambda x: np.clip(x, -clip, clip)
+
+
+def _rnn_cell(x, states, w, r, b, p, fns, clip, op):
+    (h,) = states
+    wb, rb = np.split(b, 2)
+    return (fns[0](clip(x @ w.T + h @ r.T + wb + rb)),)
+
+
+def _gru_cell(x, states, w, r, b, p, fns, clip, op):
+    (h,) = states
+    f, g = fns
+    wz, wr, wh = np.split(w, 3)
+    rz, rr, rh = np.split(r, 3)
+    wbz, wbr, wbh, rbz, rbr, rbh = np.split(b, 6)
+    z = f(clip(x @ wz.T + h @ rz.T + wbz + rbz))
+    reset = f(clip(x @ wr.T + h @ rr.T + wbr + rbr))
+    if op.linear_before_reset:
+        cand = g(clip(x @ wh.T + reset * (h @ rh.T + rbh) + wbh))
+    else:
+        cand = g(clip(x @ wh.T + (reset * h) @ rh.T + rbh + wbh))
+    return ((1 - z) * cand + z * h,)
+
+
+def _lstm_cell(x, states, w, r, b, p, fns, clip, op):
+    h, c = states
+    f, g, act_h = fns
+    wb, rb = np.split(b, 2)
+    gi, go, gf, gc = np.split(x @ w.T + h @ r.T + wb + rb, 4, axis=-1)
+    pi, po, pf = np.split(p, 3)
+    i = f(clip(gi + pi * c))
+    forget = 1 - i if op.input_forget else f(clip(gf + pf * c))
+    c_new = forget * c + i * g(clip(gc))
+    o = f(clip(go + po * c_new))
+    return o * act_h(c_new), c_new
+
+
+_CELLS = {"nn.rnn": _rnn_cell, "nn.gru": _gru_cell, "nn.lstm": _lstm_cell}
+
+
+@evaluates("nn.rnn", "nn.gru", "nn.lstm")
+def recurrent(op, *arrays):
+    a = operand_arrays(op, arrays)
+    x, w, r = a["x"], a["w"], a["r"]
+    batch_first = op.layout == 1
+    if batch_first:
+        x = x.swapaxes(0, 1)
+    seq, batch, _ = x.shape
+    dirs, hidden, dtype = op.num_directions, r.shape[-1], x.dtype
+    gates = op.gates
+    b = a["b"] if a["b"] is not None else np.zeros((dirs, 2 * gates * hidden), dtype)
+    p = a.get("p")
+    p = p if p is not None else np.zeros((dirs, 3 * hidden), dtype)
+    lens = a["sequence_lens"]
+    lens = np.full(batch, seq) if lens is None else lens.astype(np.int64)
+    initial = [a["initial_h"]] + ([a["initial_c"]] if op.num_states == 2 else [])
+    initial = [np.zeros((dirs, batch, hidden), dtype) if s is None
+               else (s.swapaxes(0, 1) if batch_first else s) for s in initial]
+    cell, fns, clip = _CELLS[op.name], _activations(op), _clipper(op.clip)
+
+    y = np.zeros((seq, dirs, batch, hidden), dtype)
+    finals = []
+    for d in range(dirs):
+        states = [s[d] for s in initial]
+        backward = op.direction == "reverse" or d == 1
+        for t in (range(seq - 1, -1, -1) if backward else range(seq)):
+            active = (t < lens)[:, None]  # entries past their length keep their state
+            new = cell(x[t], states, w[d], r[d], b[d], p[d], fns[d], clip, op)
+            states = [np.where(active, n, s).astype(dtype) for n, s in zip(new, states)]
+            y[t, d] = np.where(active, new[0], 0)
+        finals.append(states)
+    outs = [np.stack([f[k] for f in finals]) for k in range(op.num_states)]
+    if batch_first:
+        y = y.transpose(2, 0, 1, 3)
+        outs = [s.swapaxes(0, 1) for s in outs]
+    return (y, *outs)
