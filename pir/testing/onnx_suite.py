@@ -62,11 +62,19 @@ def run_case(case) -> tuple[str, bool, str]:
     """(name, passed, reason) for one test case."""
     from pir.errors import PirError
     from pir.frontends.onnx.importer import import_model
+    from pir.ir.parser import parse_module
+    from pir.ir.printer import print_module
     from pir.runtimes.reference import run_function
 
     try:
         model = case.model
         module = import_model(model, filename=case.name)
+        # Every imported module must survive the text round trip byte for byte, and the
+        # case then runs on the parsed copy, so the suite tests the format too.
+        text = print_module(module)
+        module = parse_module(text, f"{case.name}.pir")
+        if print_module(module) != text:
+            return case.name, False, "print(parse(print(m))) != print(m)"
         init = {t.name for t in model.graph.initializer}
         in_names = [i.name for i in model.graph.input if i.name not in init]
         out_names = [o.name for o in model.graph.output]
