@@ -20,7 +20,7 @@ from onnx import helper, numpy_helper
 from pir.ir import Builder, ConstantOp, DType, FuncOp, ModuleOp, ResourceRef, ReturnOp, TensorType
 from pir.ir.core import OPS
 from pir.ir.dialects import load_dialects
-from pir.ir.parser import parse_file_bytes
+from pir.ir.parser import parse_file, parse_file_bytes
 from pir.ir.printer import print_module, write_module
 
 
@@ -111,8 +111,7 @@ def main() -> None:
                 write_module(wm, f)
 
         def pir_read():
-            with open(pir_path, "rb") as f:
-                got = parse_file_bytes(f.read(), pir_path)
+            got = parse_file(pir_path)
             assert got.resources["w0"].shape == arrays[0].shape
 
         def onnx_write():

@@ -30,9 +30,14 @@ def read_bytes(path: str) -> bytes:
 
 def read_module(path: str):
     """Parse and verify a ``.pir`` file (``-`` for stdin)."""
-    from pir.ir.parser import parse_file_bytes
+    from pir.ir.parser import parse_file, parse_file_bytes
 
-    return parse_file_bytes(read_bytes(path), "<stdin>" if path == "-" else path)
+    if path == "-":
+        return parse_file_bytes(read_bytes(path), "<stdin>")
+    try:
+        return parse_file(path)
+    except OSError as e:
+        raise PirError(f"cannot read: {e.strerror}", file=path) from None
 
 
 def stdout_wanted(output: str | None, what: str = "a .pir file") -> bool:

@@ -9,7 +9,10 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import mmap
+import os
 import re
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,7 +31,7 @@ try:
 except ImportError:  # pragma: no cover
     import base64 as _b64
 
-__all__ = ["parse_module", "parse_file_bytes"]
+__all__ = ["parse_module", "parse_file", "parse_file_bytes"]
 
 _DIM = re.compile(r'(\d+|\?|"([A-Za-z_][A-Za-z0-9_]*)"|[A-Za-z_][A-Za-wyz0-9_]*)x')
 _RESOURCE_LINE = re.compile(
@@ -487,24 +490,24 @@ def _dense_array(value: Any, ty: TensorType) -> np.ndarray:
     return arr.reshape(ty.shape)
 
 
-def _split_resources(data: bytes) -> tuple[str, bytes | None, int]:
-    """The module text, the resource section's bytes and the line where it starts."""
+def _split_resources(data) -> tuple[str, int | None, int]:
+    """The module text, the offset where the resource section starts, and its line."""
+    if data[: len(b"resources {")] == b"resources {":
+        return "", 0, 1
     idx = data.find(b"\nresources {")
-    if data.startswith(b"resources {"):
-        idx = -1
-        return "", data, 1
     if idx < 0:
-        return data.decode("utf-8"), None, 0
-    text = data[: idx + 1].decode("utf-8")
-    return text, data[idx + 1 :], text.count("\n") + 1
+        return data[:].decode("utf-8"), None, 0
+    text = data[: idx + 1].decode("utf-8")  # a slice is a copy of just the module text
+    return text, idx + 1, text.count("\n") + 1
 
 
-def parse_file_bytes(data: bytes, filename: str = "<input>") -> ModuleOp:
-    """Parse a whole ``.pir`` file given as bytes (the fast path for large resources)."""
+def parse_file_bytes(data, filename: str = "<input>") -> ModuleOp:
+    """Parse a whole ``.pir`` file given as bytes (or an mmap): the module text goes through
+    the tokenizer, the resource section is decoded straight from the buffer."""
     from pir.ir.verifier import verify_module
 
     try:
-        text, res, res_line = _split_resources(data)
+        text, res_start, res_line = _split_resources(data)
     except UnicodeDecodeError as e:
         raise PirError(f"the file is not UTF-8 text (byte {e.start})", file=filename) from None
     # Parsing allocates hundreds of thousands of objects that all stay alive: pausing the
@@ -513,8 +516,8 @@ def parse_file_bytes(data: bytes, filename: str = "<input>") -> ModuleOp:
     gc.disable()
     try:
         module = Parser(text, filename).parse_module()
-        if res is not None:
-            module.resources = _parse_resources(res, filename, res_line)
+        if res_start is not None:
+            module.resources = _parse_resources(data, res_start, filename, res_line)
         verify_module(module)
     finally:
         if gc_was_enabled:
@@ -522,57 +525,84 @@ def parse_file_bytes(data: bytes, filename: str = "<input>") -> ModuleOp:
     return module
 
 
+def parse_file(path: str) -> ModuleOp:
+    """Parse a ``.pir`` file; its resources are decoded from a memory map, not a copy."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return parse_file_bytes(b"", path)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            return parse_file_bytes(mm, path)
+
+
 def parse_module(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse ``.pir`` text into a verified module."""
     return parse_file_bytes(text.encode("utf-8"), filename)
 
 
-def _parse_resources(data: bytes, filename: str, first_line: int) -> dict[str, np.ndarray]:
+def _parse_resources(data, start: int, filename: str, first_line: int) -> dict[str, np.ndarray]:
+    """Decode ``resources { ... }`` from ``data[start:]``.
+
+    Base64 is decoded from zero-copy slices; each entry's SHA-256 is computed on a second
+    thread (hashlib releases the GIL) while the next entry decodes, and checked at the end.
+    """
     out: dict[str, np.ndarray] = {}
+    hashes: list[tuple[str, int, str, Future]] = []
+    view = memoryview(data)
     line = first_line
 
-    def fail(msg: str, col: int = 1) -> PirError:
-        return PirError(msg, file=filename, line=line, col=col)
+    def fail(msg: str, col: int = 1, at_line: int | None = None) -> PirError:
+        return PirError(msg, file=filename, line=at_line or line, col=col)
 
-    pos = data.index(b"{") + 1
-    nl = data.find(b"\n", pos)
-    pos = nl + 1
+    pos = data.find(b"{", start) + 1
+    pos = data.find(b"\n", pos) + 1
     line += 1
-    while True:
-        head = data[pos : pos + 64].strip()  # a peek, never a copy of the whole section
-        if head == b"}" or not head:
-            if head != b"}" or data[pos:].strip() != b"}":
-                raise fail("the resource section is not closed with '}'")
-            return out
-        m = _RESOURCE_LINE.match(data, pos)
-        if m is None:
-            raise fail("malformed resource entry: expected "
-                       '"key": dtype[dims] sha256=<hex> base64"<data>"')
-        key = json.loads(m.group(1))
-        end = data.find(b'"', m.end())
-        if end < 0:
-            raise fail(f'resource "{key}": the base64 data is not closed')
-        try:
-            dtype = DType.parse(m.group(2).decode())
-            shape = tuple(int(d) for d in m.group(3).split(b",") if d)
-        except ValueError as e:
-            raise fail(f'resource "{key}": {e}') from None
-        try:
-            raw = _b64.b64decode(data[m.end() : end], validate=True)
-        except ValueError:
-            raise fail(f'resource "{key}": the base64 data is corrupt', m.end() - pos + 1) from None
-        expect = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        if len(raw) != expect:
-            raise fail(f'resource "{key}": {len(raw)} bytes of data for {dtype.value}'
-                       f"[{','.join(map(str, shape))}] ({expect} bytes expected)")
-        if hashlib.sha256(raw).hexdigest() != m.group(4).decode():
-            raise fail(f'resource "{key}": sha256 mismatch, the data is damaged')
-        if key in out:
-            raise fail(f'resource "{key}" is defined twice')
-        out[key] = np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
-        pos = end + 1
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            raise fail("the resource section is not closed with '}'")
-        pos = nl + 1
-        line += 1
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            while True:
+                head = bytes(view[pos : pos + 64]).strip()  # a peek, never the whole section
+                if head == b"}" or not head:
+                    if head != b"}" or bytes(view[pos:]).strip() != b"}":
+                        raise fail("the resource section is not closed with '}'")
+                    break
+                m = _RESOURCE_LINE.match(data, pos)
+                if m is None:
+                    raise fail("malformed resource entry: expected "
+                               '"key": dtype[dims] sha256=<hex> base64"<data>"')
+                key = json.loads(m.group(1))
+                end = data.find(b'"', m.end())
+                if end < 0:
+                    raise fail(f'resource "{key}": the base64 data is not closed')
+                try:
+                    dtype = DType.parse(m.group(2).decode())
+                    shape = tuple(int(d) for d in m.group(3).split(b",") if d)
+                except ValueError as e:
+                    raise fail(f'resource "{key}": {e}') from None
+                try:
+                    raw = _b64.b64decode(view[m.end() : end], validate=True)
+                except ValueError:
+                    raise fail(f'resource "{key}": the base64 data is corrupt',
+                               m.end() - pos + 1) from None
+                expect = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+                if len(raw) != expect:
+                    raise fail(f'resource "{key}": {len(raw)} bytes of data for {dtype.value}'
+                               f"[{','.join(map(str, shape))}] ({expect} bytes expected)")
+                if key in out:
+                    raise fail(f'resource "{key}" is defined twice')
+                hashes.append((key, line, m.group(4).decode(), pool.submit(_sha256, raw)))
+                out[key] = np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
+                pos = data.find(b"\n", end + 1)
+                if pos < 0:
+                    raise fail("the resource section is not closed with '}'")
+                pos += 1
+                line += 1
+            for key, at_line, want, digest in hashes:
+                if digest.result() != want:
+                    raise fail(f'resource "{key}": sha256 mismatch, the data is damaged',
+                               at_line=at_line)
+    finally:
+        view.release()
+    return out
+
+
+def _sha256(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
