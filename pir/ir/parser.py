@@ -7,12 +7,10 @@ file's bytes (it can hold hundreds of MB of base64), never through the tokenizer
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import mmap
 import os
 import re
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -24,19 +22,13 @@ from pir.ir.dialects import load_dialects
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
 from pir.ir.lexer import SourceMap, TextPos, token_kind, tokenize
+from pir.ir.resources import read_resources
 from pir.ir.types import DType, FunctionType, IndexType, TensorType, Type
 
-try:
-    import pybase64 as _b64
-except ImportError:  # pragma: no cover
-    import base64 as _b64
 
 __all__ = ["parse_module", "parse_file", "parse_file_bytes"]
 
 _DIM = re.compile(r'(\d+|\?|"([A-Za-z_][A-Za-z0-9_]*)"|[A-Za-z_][A-Za-wyz0-9_]*)x')
-_RESOURCE_LINE = re.compile(
-    rb'\s*("(?:[^"\\\n]|\\.)*")\s*:\s*([A-Za-z0-9]+)\[([0-9,]*)\]\s+sha256=([0-9a-f]{64})\s+base64"'
-)
 _SEGMENT_ATTRS = ("operand_segments", "result_segments")
 
 
@@ -517,7 +509,7 @@ def parse_file_bytes(data, filename: str = "<input>") -> ModuleOp:
     try:
         module = Parser(text, filename).parse_module()
         if res_start is not None:
-            module.resources = _parse_resources(data, res_start, filename, res_line)
+            module.resources = read_resources(data, res_start, filename, res_line)
         verify_module(module)
     finally:
         if gc_was_enabled:
@@ -537,72 +529,3 @@ def parse_file(path: str) -> ModuleOp:
 def parse_module(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse ``.pir`` text into a verified module."""
     return parse_file_bytes(text.encode("utf-8"), filename)
-
-
-def _parse_resources(data, start: int, filename: str, first_line: int) -> dict[str, np.ndarray]:
-    """Decode ``resources { ... }`` from ``data[start:]``.
-
-    Base64 is decoded from zero-copy slices; each entry's SHA-256 is computed on a second
-    thread (hashlib releases the GIL) while the next entry decodes, and checked at the end.
-    """
-    out: dict[str, np.ndarray] = {}
-    hashes: list[tuple[str, int, str, Future]] = []
-    view = memoryview(data)
-    line = first_line
-
-    def fail(msg: str, col: int = 1, at_line: int | None = None) -> PirError:
-        return PirError(msg, file=filename, line=at_line or line, col=col)
-
-    pos = data.find(b"{", start) + 1
-    pos = data.find(b"\n", pos) + 1
-    line += 1
-    try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            while True:
-                head = bytes(view[pos : pos + 64]).strip()  # a peek, never the whole section
-                if head == b"}" or not head:
-                    if head != b"}" or bytes(view[pos:]).strip() != b"}":
-                        raise fail("the resource section is not closed with '}'")
-                    break
-                m = _RESOURCE_LINE.match(data, pos)
-                if m is None:
-                    raise fail("malformed resource entry: expected "
-                               '"key": dtype[dims] sha256=<hex> base64"<data>"')
-                key = json.loads(m.group(1))
-                end = data.find(b'"', m.end())
-                if end < 0:
-                    raise fail(f'resource "{key}": the base64 data is not closed')
-                try:
-                    dtype = DType.parse(m.group(2).decode())
-                    shape = tuple(int(d) for d in m.group(3).split(b",") if d)
-                except ValueError as e:
-                    raise fail(f'resource "{key}": {e}') from None
-                try:
-                    raw = _b64.b64decode(view[m.end() : end], validate=True)
-                except ValueError:
-                    raise fail(f'resource "{key}": the base64 data is corrupt',
-                               m.end() - pos + 1) from None
-                expect = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-                if len(raw) != expect:
-                    raise fail(f'resource "{key}": {len(raw)} bytes of data for {dtype.value}'
-                               f"[{','.join(map(str, shape))}] ({expect} bytes expected)")
-                if key in out:
-                    raise fail(f'resource "{key}" is defined twice')
-                hashes.append((key, line, m.group(4).decode(), pool.submit(_sha256, raw)))
-                out[key] = np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
-                pos = data.find(b"\n", end + 1)
-                if pos < 0:
-                    raise fail("the resource section is not closed with '}'")
-                pos += 1
-                line += 1
-            for key, at_line, want, digest in hashes:
-                if digest.result() != want:
-                    raise fail(f'resource "{key}": sha256 mismatch, the data is damaged',
-                               at_line=at_line)
-    finally:
-        view.release()
-    return out
-
-
-def _sha256(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()

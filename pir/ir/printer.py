@@ -7,7 +7,6 @@ value that keeps its hint through a pass keeps its printed name.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import re
@@ -19,12 +18,9 @@ from pir.ir.attributes import DenseAttr, ResourceRef, SymbolRef
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
-from pir.ir.types import DType, TensorType, Type
+from pir.ir.resources import write_resources
+from pir.ir.types import DType, Type
 
-try:  # SIMD base64: weights of hundreds of MB must save at disk speed
-    import pybase64 as _b64
-except ImportError:  # pragma: no cover - the stdlib codec is correct, only slower
-    import base64 as _b64
 
 __all__ = ["print_module", "write_module", "format_attr", "format_name"]
 
@@ -267,7 +263,7 @@ def print_module(m: ModuleOp, resources: bool = True) -> str:
     text = buf.getvalue()
     if resources and m.resources:
         out = io.BytesIO()
-        write_resources(m, out)
+        write_resources(m.resources, out)
         text += out.getvalue().decode("ascii")
     return text
 
@@ -277,37 +273,4 @@ def write_module(m: ModuleOp, out: BinaryIO) -> None:
     buf = io.StringIO()
     Printer(buf).module(m)
     out.write(buf.getvalue().encode("utf-8"))
-    write_resources(m, out)
-
-
-def resource_header(key: str, array: np.ndarray) -> str:
-    dtype = DType.from_numpy(array.dtype)
-    dims = ",".join(str(d) for d in array.shape)
-    return f"{json.dumps(key, ensure_ascii=False)}: {dtype.value}[{dims}]"
-
-
-def write_resources(m: ModuleOp, out: BinaryIO) -> None:
-    """``resources { "key": f32[2,3] sha256=<hex> base64"<data>" ... }``.
-
-    The data are the array's little-endian bytes in C order; the hash is of those bytes, so a
-    reader can tell a damaged entry from a good one.
-    """
-    if not m.resources:
-        return
-    out.write(b"resources {\n")
-    for key, array in m.resources.items():
-        data = _le_bytes(array)
-        digest = hashlib.sha256(data).hexdigest()
-        out.write(f"  {resource_header(key, array)} sha256={digest} base64\"".encode("utf-8"))
-        out.write(_b64.b64encode(data))
-        out.write(b'"\n')
-    out.write(b"}\n")
-
-
-def _le_bytes(array: np.ndarray) -> memoryview:
-    if DType.from_numpy(array.dtype) is DType.STRING:
-        raise TypeError("string tensors cannot be stored as resources")
-    if array.dtype.byteorder == ">":
-        array = array.astype(array.dtype.newbyteorder("<"))
-    array = np.ascontiguousarray(array)
-    return memoryview(array.reshape(-1).view(np.uint8))
+    write_resources(m.resources, out)

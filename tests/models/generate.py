@@ -24,7 +24,7 @@ import os
 import sys
 import warnings
 from collections import Counter
-from typing import Callable
+
 
 import numpy as np
 import onnx

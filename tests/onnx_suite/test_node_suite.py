@@ -5,7 +5,6 @@ rewrites passing.txt (a case may only leave it with a reason in the commit messa
 
 import pathlib
 
-import pytest
 
 from pir.testing.onnx_suite import load_cases, run_all
 

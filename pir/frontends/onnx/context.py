@@ -11,7 +11,6 @@ from onnx import numpy_helper
 
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Region, Value
-from pir.ir.dialects.builtin import ConstantOp
 from pir.ir.typerules import const_value
 from pir.ir.types import TensorType, Type
 from pir.ir.verifier import types_compatible

@@ -23,7 +23,7 @@ from pir.frontends.onnx.context import NodeContext
 from pir.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAINS, load_all
 from pir.ir.builder import Builder
 from pir.ir.dialects import load_dialects
-from pir.ir.core import Block, BlockArgument, Operation, Region, Value
+from pir.ir.core import Block, BlockArgument, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp
 from pir.ir.dialects.func import FuncOp, ReturnOp
 from pir.ir.opdef import Pure

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pir.errors import PirError
 from pir.ir.attributes import STR, SYMBOL, TYPE
 from pir.ir.core import Block, Operation, Region
-from pir.ir.opdef import IsolatedFromAbove, Pure, Terminator, attr, operand, region, result
+from pir.ir.opdef import IsolatedFromAbove, Terminator, attr, operand, region, result
 from pir.ir.types import FunctionType, Type
 
 __all__ = ["FuncOp", "ReturnOp", "CallOp"]
