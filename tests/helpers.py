@@ -14,14 +14,17 @@ from pir.runtimes.reference import run_function
 
 def node_model(op_type: str, inputs: dict[str, np.ndarray], outputs: list[str],
                opset: int = 21, domain: str = "", initializers: dict[str, np.ndarray] | None = None,
-               **attrs) -> onnx.ModelProto:
-    """A model with one node; ``inputs`` are graph inputs (their arrays give dtype and shape),
+               shapes: dict[str, list] | None = None, **attrs) -> onnx.ModelProto:
+    """A model with one node; ``inputs`` are graph inputs (their arrays give dtype and shape,
+    unless ``shapes`` declares one, e.g. ``{"x": ["B", 4]}`` for a symbolic batch dim),
     ``initializers`` become constant inputs.  Output types are left to shape inference."""
     inits = initializers or {}
     node = helper.make_node(op_type, list(inputs) + list(inits), outputs, domain=domain or None,
                             name=f"/{op_type.lower()}", **attrs)
+    shapes = shapes or {}
     g_inputs = [helper.make_tensor_value_info(
-        k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in inputs.items()]
+        k, helper.np_dtype_to_tensor_dtype(v.dtype), shapes.get(k, v.shape))
+        for k, v in inputs.items()]
     g_outputs = [helper.make_tensor_value_info(o, onnx.TensorProto.UNDEFINED, None) for o in outputs]
     g_inits = [onnx.numpy_helper.from_array(v, k) for k, v in inits.items()]
     graph = helper.make_graph([node], f"test_{op_type.lower()}", g_inputs, g_outputs, g_inits)
@@ -71,3 +74,32 @@ def check_model(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rtol: floa
         else:
             np.testing.assert_array_equal(out, ref, err_msg=name)
     return module
+
+
+def check_pipeline(module, feeds: dict[str, np.ndarray], pipeline: str, rtol: float = 1e-5,
+                   atol: float = 1e-6):
+    """Run ``pipeline`` on a copy of ``module`` (verifying after every pass), check the text
+    round trip of the result, and check that the reference runtime gives the same outputs
+    before and after.  Returns the optimized module."""
+    from pir.passes.manager import PassManager
+    from pir.passes.pipeline import parse_pipeline
+
+    before = run_function(module, feeds)
+    optimized = parse_module(print_module(module))
+    PassManager(parse_pipeline(pipeline)).run(optimized)
+    optimized = parse_module(roundtrip(optimized))
+    after = run_function(optimized, feeds)
+    assert set(after) == set(before)
+    for name, ref in before.items():
+        out = after[name]
+        assert out.dtype == ref.dtype and out.shape == ref.shape, name
+        if ref.dtype.kind in "fc":
+            np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol, err_msg=name)
+        else:
+            np.testing.assert_array_equal(out, ref, err_msg=name)
+    return optimized
+
+
+def op_names(module) -> list[str]:
+    """The names of the ops in a module's functions, in order (functions excluded)."""
+    return [op.name for fn in module.funcs for op in fn.walk() if op is not fn]

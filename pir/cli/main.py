@@ -11,6 +11,8 @@ from pir import __version__
 # Commands are imported when used, so `pir --help` and each stage start fast.
 _COMMANDS = {
     "import": ("pir.cli.import_cmd", "import_cmd"),
+    "optimize": ("pir.cli.optimize_cmd", "optimize_cmd"),
+    "passes": ("pir.cli.passes_cmd", "passes_cmd"),
     "run": ("pir.cli.run_cmd", "run_cmd"),
     "show": ("pir.cli.show_cmd", "show_cmd"),
     "verify": ("pir.cli.verify_cmd", "verify_cmd"),

@@ -24,7 +24,7 @@ from pir.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAINS, load_all
 from pir.ir.builder import Builder
 from pir.ir.dialects import load_dialects
 from pir.ir.core import Block, BlockArgument, Value
-from pir.ir.dialects.builtin import ConstantOp, ModuleOp
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.dialects.func import FuncOp, ReturnOp
 from pir.ir.opdef import Pure
 from pir.ir.types import DType, TensorType, is_symbol_name
@@ -33,8 +33,6 @@ __all__ = ["import_model", "load_model", "MIN_OPSET", "MAX_OPSET"]
 
 MIN_OPSET = 7
 MAX_OPSET = onnx.defs.onnx_opset_version()
-#: Constants with at most this many elements are printed inline; larger ones are resources.
-INLINE_LIMIT = 16
 #: Ops whose inputs are all constant are evaluated at import when the result is this small.
 FOLD_LIMIT = 1 << 16
 
@@ -225,13 +223,7 @@ class ModelImporter:
         return np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
 
     def constant(self, builder: Builder, arr: np.ndarray, name: str, loc: str | None) -> Value:
-        if arr.size <= INLINE_LIMIT or arr.dtype == object:
-            op = ConstantOp.build(value=arr, loc=loc, result_names=[name])
-        else:
-            ref = self.module.add_resource(name, arr)
-            op = ConstantOp.build(value=ref, result_types=[TensorType.of(arr)], loc=loc,
-                                  result_names=[name])
-        return builder.insert(op).results[0]
+        return builder.insert(make_constant(self.module, arr, name, loc)).results[0]
 
     # -- the model ---------------------------------------------------------------------------
 

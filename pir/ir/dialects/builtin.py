@@ -10,7 +10,10 @@ from pir.ir.core import Block, Operation, Region
 from pir.ir.opdef import IsolatedFromAbove, Pure, attr, region, result
 from pir.ir.types import TensorType
 
-__all__ = ["ModuleOp", "ConstantOp"]
+__all__ = ["ModuleOp", "ConstantOp", "constant_value", "make_constant", "INLINE_LIMIT"]
+
+#: Constants with at most this many elements are printed inline; larger ones are resources.
+INLINE_LIMIT = 16
 
 
 class ModuleOp(Operation):
@@ -88,3 +91,20 @@ def constant_value(op: ConstantOp) -> np.ndarray:
     if module is None or v.key not in module.resources:
         raise PirError(f'unknown resource "{v.key}"')
     return module.resources[v.key]
+
+
+def make_constant(module: ModuleOp, array: np.ndarray, name: str | None = None,
+                  loc: str | None = None) -> ConstantOp:
+    """A constant op for ``array``: inline when small (or strings), else a new resource of
+    ``module`` keyed by ``name``.  The op is not inserted anywhere."""
+    array = np.asarray(array)
+    if array.size <= INLINE_LIMIT or array.dtype == object:
+        return ConstantOp.build(value=array, loc=loc, result_names=[name] if name else None)
+    ref = module.add_resource(name or "constant", array)
+    return ConstantOp.build(value=ref, result_types=[TensorType.of(array)], loc=loc,
+                            result_names=[name] if name else None)
+
+
+def enclosing_module(op: Operation) -> ModuleOp | None:
+    """The module an op sits in (None for a detached op)."""
+    return _enclosing_module(op)

@@ -1,0 +1,89 @@
+"""The decompose pass: nn ops into prim ops, through the rule table in ``registry``."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pir.errors import PirError
+from pir.ir.core import Operation
+from pir.ir.dialects.builtin import ModuleOp
+from pir.passes.base import Pass
+from pir.passes.decompose.builder import PrimBuilder
+from pir.passes.decompose.registry import DECOMPOSE, KEPT, Keep, load_rules
+from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns
+
+__all__ = ["Decompose"]
+
+
+class _RulePattern(RewritePattern):
+    """Applies the table's rule to any nn op the pass was asked to decompose."""
+
+    name = "decompose"
+
+    def __init__(self, ops: frozenset[str] | None, explain: bool):
+        self.ops = ops
+        self.explain = explain
+        self.kept: dict[str, str] = {}
+
+    def match_and_rewrite(self, op: Operation, rewriter: Rewriter) -> bool:
+        if not op.name.startswith("nn.") or op.name == "nn.yield":
+            return False
+        short = op.name[3:]
+        if self.ops is not None and short not in self.ops and op.name not in self.ops:
+            return False
+        rule = DECOMPOSE.get(op.name)
+        if rule is None:
+            if op.name not in KEPT:
+                self.kept.setdefault(op.name, "no decomposition rule")
+            return False
+        b = PrimBuilder(rewriter, op)
+        start = len(op.parent.ops)
+        try:
+            values = rule(b, op)
+        except Keep as k:
+            self._undo(op, rewriter, start)
+            self.kept.setdefault(op.name, str(k))
+            return False
+        if len(values) != len(op.results):
+            raise PirError(f"the decomposition of {op.name} gave {len(values)} values for "
+                           f"{len(op.results)} results")
+        for old, new in zip(op.results, values):
+            if new.type != old.type:
+                raise PirError(f"the decomposition of {op.describe()} changed result type "
+                               f"{old.type} into {new.type}")
+        rewriter.replace_op(op, values)
+        return True
+
+    @staticmethod
+    def _undo(op: Operation, rewriter: Rewriter, start: int) -> None:
+        """Erase what a rule built before it gave up (all of it sits before ``op``)."""
+        block = op.parent
+        index = block.ops.index(op)
+        made = block.ops[index - (len(block.ops) - start):index]
+        for created in reversed(made):
+            if not any(r.uses for r in created.results):
+                rewriter.erase_op(created)
+
+
+@dataclass(frozen=True)
+class Decompose(Pass):
+    """Rewrite composite nn ops into prim ops (matmul and convolution become prims too).
+
+    The rules live in one table keyed by op (pir/passes/decompose/rules_*.py).  Ops declared
+    kept (control flow, random numbers, data-dependent shapes ...; see docs/passes.md) stay,
+    and so does an op whose rule needs a dim nobody knows; `explain` lists them.
+    """
+
+    name: ClassVar[str] = "decompose"
+    ops: tuple[str, ...] = field(default=(), metadata={"doc": "decompose only these ops (default: all)"})
+    explain: bool = field(default=False, metadata={"doc": "print the ops that stay, and why"})
+
+    def apply(self, module: ModuleOp) -> None:
+        load_rules()
+        pattern = _RulePattern(frozenset(self.ops) if self.ops else None, self.explain)
+        apply_patterns(module, [pattern])
+        if self.explain:
+            for name, why in sorted(pattern.kept.items()):
+                print(f"decompose: {name} stays: {why}", file=sys.stderr)

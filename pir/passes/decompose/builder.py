@@ -1,0 +1,129 @@
+"""PrimBuilder: what decomposition rules write prim ops with.
+
+It inserts ops before the op being decomposed (with its location), names intermediate values
+after the op's first result (``%y.1``, ``%y.2`` ...), and offers the shapes of rule that
+recur: numpy-style broadcasting made explicit with ``prim.broadcast_in_dim``, scalar
+constants, casts, reductions.  Shapes may hold symbolic dims; a rule that would need a dim
+nobody knows (``?``) raises :class:`Keep`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from pir.ir.core import OPS, Operation, Value
+from pir.ir.dialects.builtin import enclosing_module, make_constant
+from pir.ir.typerules import broadcast_shapes, tensor
+from pir.ir.types import Dim, DType, TensorType
+from pir.passes.decompose.registry import Keep
+from pir.passes.rewriter import Rewriter
+
+__all__ = ["PrimBuilder"]
+
+
+class PrimBuilder:
+    def __init__(self, rewriter: Rewriter, root: Operation):
+        self.rw = rewriter
+        self.root = root
+        self.module = enclosing_module(root)
+        base = next((r.name for r in root.results if r.name), None) or root.name.split(".")[1]
+        self.base = base
+        self.count = 0
+
+    # -- creating ops ------------------------------------------------------------------------
+
+    def _name(self) -> str:
+        self.count += 1
+        return f"{self.base}.{self.count}"
+
+    def create(self, name: str, *operands: Any, result_types=None, **attrs: Any) -> Operation:
+        """Insert op ``name`` ("prim.add", or "add" for a prim op) before the root."""
+        full = name if "." in name else f"prim.{name}"
+        op = OPS[full].build(*operands, result_types=result_types, loc=self.root.loc, **attrs)
+        for r in op.results:
+            r.name = self._name()
+        return self.rw.insert(op, self.root)
+
+    def op(self, name: str, *operands: Any, result_type: TensorType | None = None,
+           **attrs: Any) -> Value:
+        """Insert a one-result op and return its value."""
+        types = [result_type] if result_type is not None else None
+        return self.create(name, *operands, result_types=types, **attrs).results[0]
+
+    # -- constants ---------------------------------------------------------------------------
+
+    def const(self, value: Any, dtype: DType) -> Value:
+        """A constant array (a scalar gives a rank-0 tensor)."""
+        arr = np.asarray(value).astype(dtype.numpy)
+        op = make_constant(self.module, arr, self._name(), self.root.loc)
+        return self.rw.insert(op, self.root).results[0]
+
+    def scalar_like(self, value: Any, like: Value) -> Value:
+        """``value`` broadcast to the type of ``like``."""
+        t = tensor(like)
+        return self.broadcast_to(self.const(value, t.dtype), t.shape)
+
+    def zeros_like(self, like: Value) -> Value:
+        return self.scalar_like(0, like)
+
+    def ones_like(self, like: Value) -> Value:
+        return self.scalar_like(1, like)
+
+    # -- shapes ------------------------------------------------------------------------------
+
+    @staticmethod
+    def known(shape: Sequence[Dim] | None, why: str = "") -> tuple[Dim, ...]:
+        """``shape`` when every dim is static or symbolic; else Keep."""
+        if shape is None or any(d is None for d in shape):
+            raise Keep(f"needs a known shape{': ' + why if why else ''}")
+        return tuple(shape)
+
+    def broadcast_to(self, x: Value, shape: Sequence[Dim]) -> Value:
+        """numpy broadcasting of ``x`` to ``shape`` (right-aligned), explicit."""
+        t = tensor(x)
+        shape = self.known(shape, "broadcast target")
+        src = self.known(t.shape, "broadcast operand")
+        if src == shape:
+            return x
+        offset = len(shape) - len(src)
+        if offset < 0:
+            raise Keep(f"cannot broadcast rank {len(src)} to rank {len(shape)}")
+        return self.op("broadcast_in_dim", x, result_type=TensorType(t.dtype, shape),
+                       broadcast_dimensions=tuple(range(offset, len(shape))))
+
+    def broadcast_all(self, *values: Value) -> list[Value]:
+        shape = broadcast_shapes(*(tensor(v).shape for v in values))
+        return [self.broadcast_to(v, self.known(shape)) for v in values]
+
+    def binary(self, name: str, a: Value, b: Value) -> Value:
+        """``prim.<name>(a, b)`` after broadcasting both to their common shape."""
+        a, b = self.broadcast_all(a, b)
+        return self.op(name, a, b)
+
+    def cast(self, x: Value, dtype: DType) -> Value:
+        if tensor(x).dtype == dtype:
+            return x
+        return self.op("cast", x, dtype=dtype)
+
+    def reshape(self, x: Value, shape: Sequence[Dim]) -> Value:
+        t = tensor(x)
+        shape = self.known(shape, "reshape target")
+        if t.shape == shape:
+            return x
+        return self.op("reshape", x, result_type=TensorType(t.dtype, shape))
+
+    def reduce(self, name: str, x: Value, axes: Sequence[int], keepdims: bool = True) -> Value:
+        """``prim.reduce_<name>`` over non-negative ``axes``."""
+        return self.op(f"reduce_{name}", x, axes=tuple(sorted(axes)), keepdims=keepdims)
+
+    # -- arithmetic shorthands (broadcasting) --------------------------------------------------
+
+    def add(self, a, b): return self.binary("add", a, b)
+    def sub(self, a, b): return self.binary("sub", a, b)
+    def mul(self, a, b): return self.binary("mul", a, b)
+    def div(self, a, b): return self.binary("div", a, b)
+    def max(self, a, b): return self.binary("max", a, b)
+    def min(self, a, b): return self.binary("min", a, b)
+    def pow(self, a, b): return self.binary("pow", a, b)

@@ -1,0 +1,60 @@
+"""Constant folding through the reference runtime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from pir.ir.builder import Builder
+from pir.ir.core import Block
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
+from pir.ir.opdef import Pure
+from pir.passes.base import Pass
+from pir.passes.dce import drop_unused_resources, erase_dead_ops
+from pir.runtimes.reference.interpreter import fold_op
+
+__all__ = ["ConstantFolding"]
+
+
+def _fold_block(module: ModuleOp, block: Block, limit: int) -> int:
+    folded = 0
+    for op in list(block.ops):
+        for region in op.regions:
+            for inner in region.blocks:
+                folded += _fold_block(module, inner, limit)
+        if isinstance(op, ConstantOp) or op.regions or Pure not in op.traits:
+            continue
+        if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
+            continue
+        arrays = fold_op(op, limit)
+        if arrays is None:
+            continue
+        builder = Builder(block, before=op)
+        for r, arr in zip(op.results, arrays):
+            const = builder.insert(make_constant(module, arr, r.name or "folded", op.loc))
+            new = const.results[0]
+            r.replace_all_uses_with(new)
+            new.name = r.name  # the folded value keeps its name, so diffs line up
+        op.erase()
+        folded += 1
+    return folded
+
+
+@dataclass(frozen=True)
+class ConstantFolding(Pass):
+    """Evaluate ops whose operands are all constants, with the reference runtime's rules.
+
+    Results larger than `size-limit` elements are left as ops (folding would bloat the
+    file); constants left unused are removed.
+    """
+
+    name: ClassVar[str] = "fold"
+    size_limit: int = field(default=1 << 20, metadata={"doc": "largest result to fold, in elements"})
+
+    def apply(self, module: ModuleOp) -> None:
+        for fn in module.funcs:
+            for region in fn.regions:
+                for block in region.blocks:
+                    if _fold_block(module, block, self.size_limit):
+                        erase_dead_ops(block)
+        drop_unused_resources(module)

@@ -1,0 +1,88 @@
+"""Pipeline text: ``decompose{ops=softmax,layer_norm},canonicalize,cse,fuse{max-group-ops=64}``.
+
+Passes are separated by commas.  Options go in braces, separated by spaces or commas, each
+``name=value``; a list value continues over commas until the next ``name=`` (so
+``{ops=softmax,layer_norm disable=x}`` is two options); a boolean option may be written
+bare (``{explain}``).
+"""
+
+from __future__ import annotations
+
+from pir.errors import PirError
+from pir.passes.base import Pass, get_pass_class
+
+__all__ = ["parse_pipeline", "format_pipeline", "DEFAULT_PIPELINE", "PRESETS"]
+
+#: The pipeline `pir optimize` runs without -p (documented in docs/passes.md).
+DEFAULT_PIPELINE = "canonicalize,fold,decompose,canonicalize,fold,cse,dce,shapes"
+
+PRESETS = {
+    "0": "",
+    "1": "canonicalize,fold,cse,dce",
+    "2": DEFAULT_PIPELINE,
+}
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas that are not inside braces."""
+    parts, depth, cur = [], 0, []
+    for c in text:
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                raise PirError(f"pipeline: unbalanced '}}' in '{text}'")
+        if c == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    if depth:
+        raise PirError(f"pipeline: unclosed '{{' in '{text}'")
+    parts.append("".join(cur))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _parse_options(name: str, body: str, flags: set[str]) -> dict[str, str | list[str]]:
+    opts: dict[str, list[str]] = {}
+    current = None
+    for tok in body.replace(",", " ").split():
+        if tok in flags:  # a bare boolean option: `decompose{explain}`
+            opts[tok] = ["true"]
+            current = None
+        elif "=" in tok:
+            key, value = tok.split("=", 1)
+            if not key:
+                raise PirError(f"pipeline: pass '{name}': option without a name in '{tok}'")
+            current = opts.setdefault(key.strip(), [])
+            if value:
+                current.append(value)
+        elif current is None:
+            raise PirError(f"pipeline: pass '{name}': expected name=value, got '{tok}'")
+        else:
+            current.append(tok)
+    return {k: v[0] if len(v) == 1 else v for k, v in opts.items()}
+
+
+def parse_pipeline(text: str) -> list[Pass]:
+    """Pass instances for pipeline text; unknown passes and options are errors that list
+    what is valid."""
+    passes = []
+    for part in _split_top(text):
+        if "{" in part:
+            name, _, rest = part.partition("{")
+            if not rest.endswith("}"):
+                raise PirError(f"pipeline: expected '}}' at the end of '{part}'")
+            body = rest[:-1]
+        else:
+            name, body = part, ""
+        name = name.strip()
+        cls = get_pass_class(name)
+        flags = {o.name for o in cls.options() if o.type == "bool"}
+        passes.append(cls.from_options(_parse_options(name, body, flags)))
+    return passes
+
+
+def format_pipeline(passes: list[Pass]) -> str:
+    return ",".join(p.pipeline_text() for p in passes)
