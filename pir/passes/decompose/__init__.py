@@ -53,6 +53,7 @@ class _RulePattern(RewritePattern):
             if new.type != old.type:
                 raise PirError(f"the decomposition of {op.describe()} changed result type "
                                f"{old.type} into {new.type}")
+        _keep_names(b, op, values)
         rewriter.replace_op(op, values)
         return True
 
@@ -65,6 +66,15 @@ class _RulePattern(RewritePattern):
         for created in reversed(made):
             if not any(r.uses for r in created.results):
                 rewriter.erase_op(created)
+
+
+def _keep_names(b: PrimBuilder, op: Operation, values) -> None:
+    """A value the rule made takes over the name of the result it replaces, so names (and a
+    function's output names) survive the pass; operands a rule passes through keep theirs."""
+    made = {f"{b.base}.{k}" for k in range(1, b.count + 1)}
+    for old, new in zip(op.results, values):
+        if new is not old and old.name and new.name in made:
+            new.name = old.name
 
 
 @dataclass(frozen=True)
