@@ -108,6 +108,7 @@ class Operation:
         "operand_segments",
         "result_segments",
         "text_pos",
+        "verified",
         "__weakref__",
     )
 
@@ -157,6 +158,7 @@ class Operation:
         self.loc = loc
         self.parent: Block | None = None
         self.text_pos = None  # a lexer.TextPos for ops read from text
+        self.verified: tuple | None = None  # what the verifier last checked (see verifier)
         self.operand_segments = operand_segments
         self.result_segments = result_segments
         sig = self.signature

@@ -44,8 +44,15 @@ def verify_module(module: Operation) -> None:
     _verify_block_list(module, set())
 
 
-def verify_op(op: Operation, visible: set[Value] | None = None) -> None:
-    _verify_one(op)
+def verify_op(op: Operation, visible: set[Value] | None = None, *,
+              types_inferred: bool = False) -> None:
+    """Verify one op and what it holds.  ``types_inferred`` says its result types were just
+    computed by its own type rule, which then need not run a second time."""
+    if types_inferred and not op.regions:
+        _verify_fresh(op, type_rule=False)
+        op.verified = _snapshot(op)
+    else:
+        _verify_one(op)
     _verify_block_list(op, visible if visible is not None else set())
 
 
@@ -71,7 +78,28 @@ def _verify_block(block: Block, outer: set[Value]) -> None:
         defined.update(op.results)
 
 
+def _snapshot(op: Operation) -> tuple:
+    """Everything an op's checks depend on.  Its operands are compared as values (their
+    identity), since type rules may read constant operands."""
+    return (tuple(op.operands), tuple(r.type for r in op.results),
+            tuple(op.attributes.items()), op.operand_segments, op.result_segments)
+
+
 def _verify_one(op: Operation) -> None:
+    # The pass manager verifies after every pass; an op no pass touched since it was last
+    # checked need not run its type rule again.  Ops with regions (whose checks look
+    # inside) and constants (whose checks look at the module's resources) always rerun.
+    cacheable = not op.regions and op.name != "builtin.constant"
+    if cacheable:
+        snap = _snapshot(op)
+        if op.verified == snap:
+            return
+    _verify_fresh(op)
+    if cacheable:
+        op.verified = snap
+
+
+def _verify_fresh(op: Operation, type_rule: bool = True) -> None:
     sig = op.signature
     _check_counts(op, "operand", sig.operands, op.operands, op.operand_segments)
     _check_counts(op, "result", sig.results, op.results, op.result_segments)
@@ -92,7 +120,8 @@ def _verify_one(op: Operation) -> None:
             raise _fail(op, f"unknown attribute '{key}' (known: {known})")
     try:
         op.verify_()
-        _check_type_rule(op)
+        if type_rule:
+            _check_type_rule(op)
     except PirError as e:
         if e.line is not None:
             raise

@@ -14,6 +14,8 @@ the ``nn`` op of the newest ONNX semantics.
 
 from __future__ import annotations
 
+from pir.plugins import import_submodules
+
 from typing import Callable
 
 __all__ = ["CONVERTERS", "converter", "DEFAULT_DOMAINS", "load_all"]
@@ -41,10 +43,4 @@ def converter(*op_types: str, domain: str = "") -> Callable[[Converter], Convert
 
 def load_all() -> None:
     """Import every family module of ``pir.frontends.onnx.ops`` so its converters register."""
-    import importlib
-    import pkgutil
-
-    from pir.frontends.onnx import ops
-
-    for info in pkgutil.iter_modules(ops.__path__):
-        importlib.import_module(f"pir.frontends.onnx.ops.{info.name}")
+    import_submodules("pir.frontends.onnx.ops")

@@ -16,6 +16,8 @@ one per nn family, and are imported by :func:`load_rules`.
 
 from __future__ import annotations
 
+from pir.plugins import import_submodules
+
 from typing import Callable
 
 __all__ = ["DECOMPOSE", "KEPT", "decomposes", "keep", "Keep", "load_rules"]
@@ -48,11 +50,5 @@ def keep(name: str, why: str) -> None:
 
 
 def load_rules() -> None:
-    import importlib
-    import pkgutil
-
-    from pir.passes import decompose
-
-    for info in pkgutil.iter_modules(decompose.__path__):
-        if info.name.startswith("rules_"):
-            importlib.import_module(f"pir.passes.decompose.{info.name}")
+    """Import every ``rules_*`` module next to this file (once)."""
+    import_submodules("pir.passes.decompose", "rules_")

@@ -15,6 +15,8 @@ interpreter as first argument, to run their blocks.  Rule modules live in
 
 from __future__ import annotations
 
+from pir.plugins import import_submodules
+
 from contextvars import ContextVar
 from typing import Any, Callable, Mapping
 
@@ -67,10 +69,5 @@ def operand_arrays(op: Operation, arrays: tuple[np.ndarray, ...]) -> dict[str, A
 
 
 def load_all() -> None:
-    import importlib
-    import pkgutil
-
-    from pir.runtimes.reference import rules
-
-    for info in pkgutil.iter_modules(rules.__path__):
-        importlib.import_module(f"pir.runtimes.reference.rules.{info.name}")
+    """Import every rule module (once)."""
+    import_submodules("pir.runtimes.reference.rules")

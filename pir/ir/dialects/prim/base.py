@@ -71,7 +71,7 @@ class PrimOp(Operation):
                 raise
             where = f'{cls.name} "{loc}"' if loc else cls.name
             raise PirError(f"{where}: {e.message}") from None
-        verify_op(op)
+        verify_op(op, types_inferred=result_types is None)
         return op
 
 
