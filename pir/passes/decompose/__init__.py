@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pir.errors import PirError
-from pir.ir.core import Operation
+from pir.ir.core import Operation, Value
+from pir.ir.types import TensorType
+from pir.ir.verifier import types_compatible
 from pir.ir.dialects.builtin import ModuleOp
 from pir.passes.base import Pass
 from pir.passes.decompose.builder import PrimBuilder
@@ -49,10 +51,7 @@ class _RulePattern(RewritePattern):
         if len(values) != len(op.results):
             raise PirError(f"the decomposition of {op.name} gave {len(values)} values for "
                            f"{len(op.results)} results")
-        for old, new in zip(op.results, values):
-            if new.type != old.type:
-                raise PirError(f"the decomposition of {op.describe()} changed result type "
-                               f"{old.type} into {new.type}")
+        values = [_as_declared(b, op, old, new) for old, new in zip(op.results, values)]
         _keep_names(b, op, values)
         rewriter.replace_op(op, values)
         return True
@@ -66,6 +65,21 @@ class _RulePattern(RewritePattern):
         for created in reversed(made):
             if not any(r.uses for r in created.results):
                 rewriter.erase_op(created)
+
+
+def _as_declared(b: PrimBuilder, op: Operation, old: Value, new: Value) -> Value:
+    """The rule's value with exactly the declared result type.  A declared type may be more
+    precise than what the rule computes from its operands (the importer recorded ONNX's
+    inference: ``batch`` where the operand still says ``unk__3``); a reshape to the
+    declared type then records that refinement.  Anything else is a bug in the rule."""
+    if new.type == old.type:
+        return new
+    if isinstance(new.type, TensorType) and isinstance(old.type, TensorType) and \
+            types_compatible(old.type, new.type) and old.type.shape is not None and \
+            all(d is not None for d in old.type.shape):
+        return b.op("reshape", new, result_type=old.type)
+    raise PirError(f"the decomposition of {op.describe()} changed result type "
+                   f"{old.type} into {new.type}")
 
 
 def _keep_names(b: PrimBuilder, op: Operation, values) -> None:
