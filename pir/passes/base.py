@@ -116,13 +116,15 @@ def _convert(pass_name: str, opt: PassOption, value: str | list[str]) -> Any:
             if v.lower() not in ("true", "false", "1", "0"):
                 raise ValueError("expects true or false")
             return v.lower() in ("true", "1")
-        if opt.type == "int":
-            return int(v)
-        if opt.type == "float":
-            return float(v)
+        if opt.type in ("int", "float"):
+            try:
+                return int(v) if opt.type == "int" else float(v)
+            except ValueError:
+                raise ValueError(f"expects {'an integer' if opt.type == 'int' else 'a number'}") from None
         return v
     except ValueError as e:
-        raise PirError(f"pass '{pass_name}' option '{opt.name}': {e} (got '{value}')") from None
+        shown = " ".join(value) if isinstance(value, list) else value
+        raise PirError(f"pass '{pass_name}' option '{opt.name}': {e} (got '{shown}')") from None
 
 
 def _format_option(v: Any) -> str:

@@ -9,6 +9,7 @@ from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.opdef import Commutative, Pure
 from pir.passes.base import Pass
+from pir.passes.rewriter import Rewriter, keeps_output_names
 
 __all__ = ["CommonSubexpressionElimination"]
 
@@ -44,9 +45,9 @@ def _cse_block(block: Block, scope: dict[tuple, Operation], number: dict[Value, 
             for r in op.results:
                 number[r] = len(number)
             continue
-        for old, new in zip(op.results, first.results):
-            old.replace_all_uses_with(new)
-        op.erase()
+        if not all(keeps_output_names(old, new) for old, new in zip(op.results, first.results)):
+            continue  # both are function outputs: merging would lose an output name
+        Rewriter().replace_op(op, first.results)
         removed += 1
     return removed
 
@@ -57,7 +58,8 @@ class CommonSubexpressionElimination(Pass):
 
     Two ops are the same when they have one name, the same operands (in any order for
     commutative ops), equal attributes and equal result types; constants with equal values
-    merge too.  The first op, and so its value's name, survives.
+    merge too.  The first op, and so its value's name, survives (unless the other one is a
+    function output: the output's name wins, and two outputs are not merged).
     """
 
     name: ClassVar[str] = "cse"

@@ -16,7 +16,8 @@ element equals ``splat``.  Result side: ``Var`` names a bound value, ``Op`` buil
 ``(match, rewriter, root) -> Value`` does anything else.
 
 A rewrite applies only when the replacement has exactly the type of what it replaces, so
-``mul-by-one`` never fires where the multiplication broadcasts ``x`` to a larger shape.
+``mul-by-one`` never fires where the multiplication broadcasts ``x`` to a larger shape; nor
+when it would rename a function output (``x * 1`` returned, with ``x`` an input).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 
 from pir.ir.core import OPS, Operation, Value
 from pir.ir.typerules import const_value
-from pir.passes.rewriter import RewritePattern, Rewriter
+from pir.passes.rewriter import RewritePattern, Rewriter, keeps_output_names
 
 __all__ = ["Op", "Var", "Const", "Attr", "Match", "drr", "DeclarativePattern"]
 
@@ -161,11 +162,14 @@ class DeclarativePattern(RewritePattern):
         m["root"] = op
         if not all(cond(m) for cond in self.where):
             return False
-        if isinstance(self.result, Var) and m[self.result.name].type != op.results[0].type:
-            return False
+        if isinstance(self.result, Var):  # cheap checks before building anything
+            x = m[self.result.name]
+            if x.type != op.results[0].type or not keeps_output_names(op.results[0], x):
+                return False
         made: list[Operation] = []
         new = _build(self.result, m, rewriter, op, made)
-        if new is None or new.type != op.results[0].type:
+        if (new is None or new.type != op.results[0].type
+                or not keeps_output_names(op.results[0], new)):
             for created in reversed(made):  # the replacement would change the type: undo
                 if not any(r.uses for r in created.results):
                     rewriter.erase_op(created)

@@ -50,7 +50,7 @@ class PassManager:
     print_after: set[str] = field(default_factory=set)
     dump_dir: str | None = None
     timing: bool = False
-    log: TextIO = sys.stderr
+    log: TextIO | None = None  # None: sys.stderr at the time of printing
     timings: list[PassTiming] = field(default_factory=list)
 
     def run(self, module: ModuleOp) -> ModuleOp:
@@ -87,8 +87,9 @@ class PassManager:
         return "*" in names or p.name in names
 
     def _print(self, module: ModuleOp, when: str) -> None:
-        self.log.write(f"// ----- IR {when} -----\n")
-        self.log.write(print_module(module, resources=False))
+        log = self.log or sys.stderr
+        log.write(f"// ----- IR {when} -----\n")
+        log.write(print_module(module, resources=False))
 
     def _dump(self, module: ModuleOp, index: int, name: str, pipeline: str) -> None:
         path = os.path.join(self.dump_dir, f"{index:02d}-{name}.pir")

@@ -44,7 +44,8 @@ def _split_top(text: str) -> list[str]:
     return [p.strip() for p in parts if p.strip()]
 
 
-def _parse_options(name: str, body: str, flags: set[str]) -> dict[str, str | list[str]]:
+def _parse_options(name: str, body: str, flags: set[str],
+                   options: set[str]) -> dict[str, str | list[str]]:
     opts: dict[str, list[str]] = {}
     current = None
     for tok in body.replace(",", " ").split():
@@ -59,7 +60,8 @@ def _parse_options(name: str, body: str, flags: set[str]) -> dict[str, str | lis
             if value:
                 current.append(value)
         elif current is None:
-            raise PirError(f"pipeline: pass '{name}': expected name=value, got '{tok}'")
+            raise PirError(f"pipeline: pass '{name}': expected name=value, got '{tok}' "
+                           f"(options: {', '.join(sorted(options)) or 'none'})")
         else:
             current.append(tok)
     return {k: v[0] if len(v) == 1 else v for k, v in opts.items()}
@@ -80,7 +82,8 @@ def parse_pipeline(text: str) -> list[Pass]:
         name = name.strip()
         cls = get_pass_class(name)
         flags = {o.name for o in cls.options() if o.type == "bool"}
-        passes.append(cls.from_options(_parse_options(name, body, flags)))
+        options = {o.name for o in cls.options()}
+        passes.append(cls.from_options(_parse_options(name, body, flags, options)))
     return passes
 
 

@@ -14,12 +14,13 @@ from collections import Counter
 from typing import Any, ClassVar, Iterable, Sequence
 
 from pir.errors import PirError
-from pir.ir.core import Block, Operation, Value
+from pir.ir.core import Block, BlockArgument, Operation, Value
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
 from pir.ir.opdef import Pure, Terminator
 
-__all__ = ["RewritePattern", "Rewriter", "apply_patterns", "is_trivially_dead"]
+__all__ = ["RewritePattern", "Rewriter", "apply_patterns", "is_trivially_dead",
+           "is_function_output", "keeps_output_names"]
 
 
 class RewritePattern:
@@ -41,11 +42,27 @@ def is_trivially_dead(op: Operation) -> bool:
             and all(not r.uses for r in op.results))
 
 
+def is_function_output(v: Value) -> bool:
+    """Whether ``v`` is returned by its function: its name is then an output name, which
+    `pir run` writes and `--check` compares, so passes must not change it."""
+    return any(u.op.name == "func.return" for u in v.uses)
+
+
+def keeps_output_names(old: Value, new: Value) -> bool:
+    """Whether ``new`` can take the place of ``old`` without renaming a function output: not
+    when ``old`` is returned and ``new`` is a function input or another output (neither can
+    take ``old``'s name)."""
+    if not is_function_output(old) or old.name is None or new.name == old.name:
+        return True
+    return not (isinstance(new, BlockArgument) or is_function_output(new))
+
+
 class Rewriter:
     """The only way patterns change the IR.  ``notify`` is the driver's hook."""
 
     def __init__(self, driver: _Driver | None = None):
         self.driver = driver
+        self._hint: tuple[Block | None, int] = (None, 0)  # where the last insert went
 
     def _added(self, op: Operation) -> None:
         if self.driver is not None:
@@ -75,15 +92,34 @@ class Rewriter:
         block = before.parent
         if op.loc is None:
             op.loc = before.loc
-        block.insert(block.ops.index(before), op)
+        index = self._index(block, before)
+        block.insert(index, op)
+        self._hint = (block, index + 1)
         self._added(op)
         return op
 
+    def _index(self, block: Block, op: Operation) -> int:
+        """``op``'s position in ``block``.  Inserts cluster (a decomposition puts all its ops
+        before one root, and the driver walks in program order), so search from just before
+        the last insert first: a scan from the start for every insert made rewriting a
+        block quadratic in its length."""
+        hint_block, hint = self._hint
+        if hint_block is block:
+            try:
+                return block.ops.index(op, max(0, hint - 16))
+            except ValueError:
+                pass
+        return block.ops.index(op)
+
     def replace_all_uses(self, old: Value, new: Value) -> None:
         users = [u.op for u in old.uses]
+        # The value that takes over keeps the name diffs track; an output's name wins over
+        # the name of an intermediate value (see keeps_output_names for the other cases).
+        rename = new.name is None or (keeps_output_names(old, new) and is_function_output(old)
+                                      and old.name is not None)
         old.replace_all_uses_with(new)
-        if new.name is None:
-            new.name = old.name  # the value that takes over keeps the name diffs track
+        if rename:
+            new.name = old.name
         if self.driver is not None:
             for u in users:
                 self.driver.push(u)

@@ -28,13 +28,16 @@ class Canonicalize(Pass):
     disable: tuple[str, ...] = field(default=(), metadata={"doc": "pattern names to skip"})
     stats: bool = field(default=False, metadata={"doc": "print how often each pattern fired"})
 
-    def apply(self, module: ModuleOp) -> None:
-        patterns = all_patterns()
-        known = {p.name for p in patterns}
+    def __post_init__(self) -> None:
+        # Checked when the pipeline is parsed, before any input is read.
+        known = {p.name for p in all_patterns()}
         unknown = [d for d in self.disable if d not in known]
         if unknown:
-            raise PirError(f"canonicalize: unknown pattern '{unknown[0]}' "
-                           f"(patterns: {', '.join(sorted(known))})")
+            raise PirError(f"pass 'canonicalize' option 'disable': unknown pattern "
+                           f"'{unknown[0]}' (patterns: {', '.join(sorted(known))})")
+
+    def apply(self, module: ModuleOp) -> None:
+        patterns = all_patterns()
         fired = apply_patterns(module, [p for p in patterns if p.name not in self.disable])
         if self.stats:
             for name, n in sorted(fired.items()):
