@@ -37,8 +37,7 @@ class _RulePattern(RewritePattern):
             return False
         rule = DECOMPOSE.get(op.name)
         if rule is None:
-            if op.name not in KEPT:
-                self.kept.setdefault(op.name, "no decomposition rule")
+            self.kept.setdefault(op.name, KEPT.get(op.name, "no decomposition rule"))
             return False
         b = PrimBuilder(rewriter, op)
         start = len(op.parent.ops)

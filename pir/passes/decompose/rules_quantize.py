@@ -1,0 +1,156 @@
+"""Decomposition of linear quantisation and the quantised matrix products.
+
+Quantising is ``x / scale``, rounded half to even, plus the zero point, clamped to the
+target's range and cast; dequantising is ``(f32(x) - f32(zero_point)) * f32(scale)``.  A
+scale and zero point hold one value (per tensor) or one per slice of ``axis`` (per axis,
+broadcast along that axis); blocked quantisation stays an nn op.  The arithmetic runs in the
+types the reference runtime uses (numpy's promotion of x and the scale), so results are
+identical, not just close.  MatMulInteger and QLinearMatMul subtract the zero points in i32
+and contract with ``prim.dot_general``; QLinearMatMul rescales in f64.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+from pir.ir.core import Operation, Value
+from pir.ir.dialects.nn.quantize import FLOAT8, INT_RANGES
+from pir.ir.typerules import normalize_axis, tensor
+from pir.ir.types import DType
+from pir.passes.decompose.builder import PrimBuilder
+from pir.passes.decompose.registry import Keep, decomposes
+from pir.passes.decompose.rules_linalg import conform, matmul, shape
+
+__all__ = ["saturate", "per_axis"]
+
+_NARROW = (DType.F16, DType.BF16)
+
+
+def saturate(b: PrimBuilder, v: Value, zero_point: Value | None, out: DType) -> Value:
+    """round_half_even(v) + zero_point, clamped to the integer type ``out``'s range and cast
+    to it.  Narrow floats are widened to f32 first, which holds every sum exactly."""
+    lo, hi = INT_RANGES[out]
+    if tensor(v).dtype in _NARROW:
+        v = b.cast(v, DType.F32)
+    dtype = tensor(v).dtype
+    v = b.op("round", v)
+    if zero_point is not None:
+        v = b.add(v, b.cast(zero_point, dtype))
+    v = b.min(b.max(v, b.const(lo, dtype)), b.const(hi, dtype))
+    return b.cast(v, out)
+
+
+def per_axis(b: PrimBuilder, p: Value, x: Value, axis: int) -> Value:
+    """A scale or zero point shaped against ``x``: rank 0 for one value, else a vector laid
+    along ``axis`` of x (negative counts from the end)."""
+    n = tensor(p).numel
+    if n == 1:
+        return b.reshape(p, ())
+    if n is None:
+        raise Keep("a scale or zero point of unknown size")
+    xs = shape(b, x, "quantised operand")
+    axis = normalize_axis(axis, len(xs))
+    return b.op("broadcast_in_dim", b.reshape(p, (n,)), broadcast_dimensions=(axis,),
+                result_type=tensor(x).with_dtype(tensor(p).dtype).with_shape(xs))
+
+
+def _divide_type(x: DType, scale: DType) -> DType:
+    """The type numpy computes ``x / scale`` in (f8E8M0 scales are widened to f32 first)."""
+    s = np.float32 if scale is DType.F8E8M0FNU else scale.numpy
+    return DType.from_numpy((np.ones(1, x.numpy) / np.ones(1, s)).dtype)
+
+
+@decomposes("nn.quantize_linear")
+def quantize_linear(b: PrimBuilder, op: Operation) -> list[Value]:
+    if op.block_size:
+        raise Keep("blocked quantisation (a scale per block) is not decomposed")
+    x, out = op.x, op.y.type.dtype
+    axis = op.axis
+    ct = op.precision or _divide_type(tensor(x).dtype, tensor(op.y_scale).dtype)
+    scale = per_axis(b, b.cast(op.y_scale, DType.F32) if tensor(op.y_scale).dtype is
+                     DType.F8E8M0FNU else op.y_scale, x, axis)
+    v = b.div(b.cast(x, ct), b.cast(scale, ct))
+    zp = None if op.y_zero_point is None else per_axis(b, op.y_zero_point, x, axis)
+    if out in INT_RANGES:
+        return [saturate(b, v, zp, out)]
+    if out in FLOAT8:  # the zero point (0) is not added: -0 stays -0
+        if op.saturate:
+            info = ml_dtypes.finfo(out.numpy)
+            v = b.min(b.max(v, b.const(float(info.min), ct)), b.const(float(info.max), ct))
+        return [b.cast(v, out)]
+    raise Keep(f"quantising to {out.value} (its cast saturates, prim.cast's need not)")
+
+
+@decomposes("nn.dequantize_linear")
+def dequantize_linear(b: PrimBuilder, op: Operation) -> list[Value]:
+    if op.block_size:
+        raise Keep("blocked quantisation (a scale per block) is not decomposed")
+    f32 = DType.F32
+    x = op.x
+    axis = op.axis
+    dx = b.cast(x, f32)
+    if op.x_zero_point is not None:
+        dx = b.sub(dx, per_axis(b, b.cast(op.x_zero_point, f32), x, axis))
+    y = b.mul(dx, per_axis(b, b.cast(op.x_scale, f32), x, axis))
+    return [b.cast(y, op.y.type.dtype)]
+
+
+@decomposes("nn.dynamic_quantize_linear")
+def dynamic_quantize_linear(b: PrimBuilder, op: Operation) -> list[Value]:
+    """The scale maps [min(x, 0), max(x, 0)] onto [0, 255]: (hi - lo) / 255 (1 / 255 when
+    hi = lo); the zero point is round(-lo / scale); then quantise to ui8."""
+    x, f32 = op.x, DType.F32
+    axes = range(len(shape(b, x, "dynamic quantisation input")))
+    zero = b.const(0, f32)
+    hi = b.op("max", b.reduce("max", x, axes, keepdims=False), zero)
+    lo = b.op("min", b.reduce("min", x, axes, keepdims=False), zero)
+    span = b.op("select", b.op("eq", hi, lo), b.const(1, f32), b.op("sub", hi, lo))
+    scale = b.op("div", span, b.const(255, f32))
+    zp = b.op("sub", zero, b.op("div", lo, scale))
+    zp = b.op("round", b.op("min", b.op("max", zp, zero), b.const(255, f32)))
+    y = saturate(b, b.div(x, scale), zp, DType.U8)
+    return [y, scale, b.cast(zp, DType.U8)]
+
+
+def _per_row(b: PrimBuilder, p: Value) -> Value:
+    """A zero point or scale of the left operand: one value, or a vector of one per row."""
+    ps = shape(b, p, "zero point or scale")
+    if tensor(p).numel == 1:
+        return b.reshape(p, ())
+    return b.reshape(p, (ps[0], 1)) if len(ps) == 1 else p
+
+
+def _per_col(b: PrimBuilder, p: Value) -> Value:
+    """... of the right operand: one value, or one per column (broadcasts as it is)."""
+    return b.reshape(p, ()) if tensor(p).numel == 1 else p
+
+
+def _centered(b: PrimBuilder, x: Value, zp: Value | None) -> Value:
+    x = b.cast(x, DType.I32)
+    return x if zp is None else b.sub(x, b.cast(zp, DType.I32))
+
+
+@decomposes("nn.matmul_integer")
+def matmul_integer(b: PrimBuilder, op: Operation) -> list[Value]:
+    a_zp = None if op.a_zero_point is None else _per_row(b, op.a_zero_point)
+    b_zp = None if op.b_zero_point is None else _per_col(b, op.b_zero_point)
+    y = matmul(b, _centered(b, op.a, a_zp), _centered(b, op.b, b_zp))
+    return [conform(b, y, op.y.type)]
+
+
+@decomposes("nn.qlinear_matmul")
+def qlinear_matmul(b: PrimBuilder, op: Operation) -> list[Value]:
+    """The exact i32 product of the centred operands, times a_scale * b_scale / y_scale
+    (formed in the scales' type, applied in f64), saturated into y's type."""
+    if tensor(op.a).dtype in FLOAT8 or tensor(op.b).dtype in FLOAT8:
+        raise Keep("float8 operands are not decomposed")
+    acc = matmul(b, _centered(b, op.a, _per_row(b, op.a_zero_point)),
+                 _centered(b, op.b, _per_col(b, op.b_zero_point)))
+    scales = (op.a_scale, op.b_scale, op.y_scale)
+    st = DType.from_numpy(np.result_type(*(tensor(s).dtype.numpy for s in scales)))
+    a_s, b_s, y_s = (b.cast(s, st) for s in scales)
+    factor = b.div(b.mul(_per_row(b, a_s), _per_col(b, b_s)), _per_col(b, y_s))
+    v = b.mul(b.cast(acc, DType.F64), b.cast(factor, DType.F64))
+    y = saturate(b, v, _per_col(b, op.y_zero_point), op.y.type.dtype)
+    return [conform(b, y, op.y.type)]
