@@ -10,7 +10,9 @@ from pir import __version__
 
 # Commands are imported when used, so `pir --help` and each stage start fast.
 _COMMANDS = {
+    "diff": ("pir.cli.diff_cmd", "diff_cmd"),
     "import": ("pir.cli.import_cmd", "import_cmd"),
+    "ops": ("pir.cli.ops_cmd", "ops_cmd"),
     "optimize": ("pir.cli.optimize_cmd", "optimize_cmd"),
     "passes": ("pir.cli.passes_cmd", "passes_cmd"),
     "run": ("pir.cli.run_cmd", "run_cmd"),
