@@ -58,7 +58,10 @@ class Pass:
 
     name: ClassVar[str] = ""
 
-    def apply(self, module: ModuleOp) -> None:
+    def apply(self, module: ModuleOp) -> bool | None:
+        """Transform ``module`` in place.  Return False when nothing changed: the pass
+        manager then skips verifying the (unchanged) module, as MLIR does for passes that
+        preserve everything.  None means "may have changed"."""
         raise NotImplementedError
 
     @classmethod

@@ -64,8 +64,6 @@ class CommonSubexpressionElimination(Pass):
 
     name: ClassVar[str] = "cse"
 
-    def apply(self, module: ModuleOp) -> None:
-        for fn in module.funcs:
-            for region in fn.regions:
-                for block in region.blocks:
-                    _cse_block(block, {}, {})
+    def apply(self, module: ModuleOp) -> bool:
+        return bool(sum(_cse_block(block, {}, {}) for fn in module.funcs
+                        for region in fn.regions for block in region.blocks))

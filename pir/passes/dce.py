@@ -28,11 +28,13 @@ def erase_dead_ops(block: Block) -> int:
     return erased
 
 
-def drop_unused_resources(module: ModuleOp) -> None:
+def drop_unused_resources(module: ModuleOp) -> int:
     used = {op.value.key for fn in module.funcs for op in fn.walk()
             if isinstance(op, ConstantOp) and isinstance(op.value, ResourceRef)}
-    for key in [k for k in module.resources if k not in used]:
+    unused = [k for k in module.resources if k not in used]
+    for key in unused:
         del module.resources[key]
+    return len(unused)
 
 
 @dataclass(frozen=True)
@@ -44,9 +46,7 @@ class DeadCodeElimination(Pass):
 
     name: ClassVar[str] = "dce"
 
-    def apply(self, module: ModuleOp) -> None:
-        for fn in module.funcs:
-            for region in fn.regions:
-                for block in region.blocks:
-                    erase_dead_ops(block)
-        drop_unused_resources(module)
+    def apply(self, module: ModuleOp) -> bool:
+        erased = sum(erase_dead_ops(block) for fn in module.funcs
+                     for region in fn.regions for block in region.blocks)
+        return bool(erased + drop_unused_resources(module))

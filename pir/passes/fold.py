@@ -51,10 +51,13 @@ class ConstantFolding(Pass):
     name: ClassVar[str] = "fold"
     size_limit: int = field(default=1 << 20, metadata={"doc": "largest result to fold, in elements"})
 
-    def apply(self, module: ModuleOp) -> None:
+    def apply(self, module: ModuleOp) -> bool:
+        folded = 0
         for fn in module.funcs:
             for region in fn.regions:
                 for block in region.blocks:
-                    if _fold_block(module, block, self.size_limit):
+                    n = _fold_block(module, block, self.size_limit)
+                    if n:
+                        folded += n
                         erase_dead_ops(block)
-        drop_unused_resources(module)
+        return bool(folded + drop_unused_resources(module))

@@ -63,12 +63,12 @@ class PassManager:
             before = count_ops(module) if self.timing else 0
             start = time.perf_counter()
             try:
-                p.apply(module)
+                changed = p.apply(module)
             except PirError as e:
                 e.message = f"pass '{p.name}': {e.message}"
                 raise
             elapsed = time.perf_counter() - start
-            if self.verify_each:
+            if self.verify_each and changed is not False:
                 try:
                     verify_module(module)
                 except PirError as e:

@@ -36,9 +36,10 @@ class Canonicalize(Pass):
             raise PirError(f"pass 'canonicalize' option 'disable': unknown pattern "
                            f"'{unknown[0]}' (patterns: {', '.join(sorted(known))})")
 
-    def apply(self, module: ModuleOp) -> None:
+    def apply(self, module: ModuleOp) -> bool:
         patterns = all_patterns()
         fired = apply_patterns(module, [p for p in patterns if p.name not in self.disable])
         if self.stats:
             for name, n in sorted(fired.items()):
                 print(f"canonicalize: {name}: {n}", file=sys.stderr)
+        return bool(fired)

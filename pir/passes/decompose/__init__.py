@@ -103,10 +103,11 @@ class Decompose(Pass):
     ops: tuple[str, ...] = field(default=(), metadata={"doc": "decompose only these ops (default: all)"})
     explain: bool = field(default=False, metadata={"doc": "print the ops that stay, and why"})
 
-    def apply(self, module: ModuleOp) -> None:
+    def apply(self, module: ModuleOp) -> bool:
         load_rules()
         pattern = _RulePattern(frozenset(self.ops) if self.ops else None, self.explain)
-        apply_patterns(module, [pattern])
+        fired = apply_patterns(module, [pattern])
         if self.explain:
             for name, why in sorted(pattern.kept.items()):
                 print(f"decompose: {name} stays: {why}", file=sys.stderr)
+        return bool(fired)
