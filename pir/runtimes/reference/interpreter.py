@@ -73,8 +73,10 @@ def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
     for a, r in zip(out, op.results):
         t = r.type
         if isinstance(t, TensorType) and t.shape is not None:
-            if len(t.shape) != a.ndim or any(isinstance(d, int) and d != s
-                                             for d, s in zip(t.shape, a.shape)):
+            # a symbolic dim (B) is a size only the run binds: a constant would fix it
+            if len(t.shape) != a.ndim or any(
+                    isinstance(d, str) or (isinstance(d, int) and d != s)
+                    for d, s in zip(t.shape, a.shape)):
                 return None
     return out
 
