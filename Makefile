@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test onnx-suite onnx-suite-update bench clean
+.PHONY: venv demo test onnx-suite onnx-suite-optimized onnx-suite-update bench clean
 
 # Create or update the virtual environment with pir and everything it needs.
 venv: $(STAMP)
@@ -25,12 +25,18 @@ test: venv
 onnx-suite: venv
 	$(PY) -m pir.testing.onnx_suite -v
 
+# The same suite through `import | optimize | run` with the default pipeline: it must pass at
+# least as many cases as `make onnx-suite`.
+onnx-suite-optimized: venv
+	$(PY) -m pir.testing.onnx_suite -v --pipeline default
+
 # Refresh the checked-in list of passing cases (only ever grows: see tests/onnx_suite).
 onnx-suite-update: venv
 	$(PY) -m pir.testing.onnx_suite --write-passing tests/onnx_suite/passing.txt
 
 bench: venv
 	$(PY) bench/ir_throughput.py
+	$(PY) bench/pass_throughput.py
 
 clean:
 	rm -rf $(VENV) samples/*/build

@@ -3,7 +3,8 @@
 Each case is imported with the ONNX importer and run by the reference runtime; outputs are
 compared with the case's expected outputs at the case's own tolerances, as ONNX's backend
 test runner does.  ``python -m pir.testing.onnx_suite`` prints the pass count and, with
-``-v``, why each case failed.
+``-v``, why each case failed; ``--pipeline TEXT`` runs that pass pipeline between import and
+run (``import | optimize -p TEXT | run``), verifying after every pass.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ def _tensor_protos_to_arrays(values) -> list:
     return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]
 
 
-def run_case(case) -> tuple[str, bool, str]:
-    """(name, passed, reason) for one test case."""
+def run_case(case, pipeline: str | None = None) -> tuple[str, bool, str]:
+    """(name, passed, reason) for one test case; ``pipeline`` (pass pipeline text) runs on
+    the imported module before it is run, and its result must survive the text round trip
+    too."""
     from pir.errors import PirError
     from pir.frontends.onnx.importer import import_model
     from pir.ir.parser import parse_module
@@ -75,6 +78,8 @@ def run_case(case) -> tuple[str, bool, str]:
         module = parse_module(text, f"{case.name}.pir")
         if print_module(module) != text:
             return case.name, False, "print(parse(print(m))) != print(m)"
+        if pipeline is not None:
+            module = _optimized(module, pipeline, case.name)
         init = {t.name for t in model.graph.initializer}
         in_names = [i.name for i in model.graph.input if i.name not in init]
         out_names = [o.name for o in model.graph.output]
@@ -107,8 +112,19 @@ def run_case(case) -> tuple[str, bool, str]:
         return case.name, False, f"{type(e).__name__}: {str(e)[:300]}"
 
 
+def _optimized(module, pipeline: str, name: str):
+    """``module`` after ``pipeline`` (verified after every pass), read back from its text."""
+    from pir.ir.parser import parse_module
+    from pir.ir.printer import print_module
+    from pir.passes.manager import PassManager
+    from pir.passes.pipeline import parse_pipeline
+
+    PassManager(parse_pipeline(pipeline)).run(module)
+    return parse_module(print_module(module), f"{name}.optimized.pir")
+
+
 def _timed_run(args) -> tuple[str, bool, str]:
-    case, timeout = args
+    case, timeout, pipeline = args
 
     def _alarm(signum, frame):
         raise TimeoutError(f"timed out after {timeout}s")
@@ -116,19 +132,21 @@ def _timed_run(args) -> tuple[str, bool, str]:
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(timeout)
     try:
-        return run_case(case)
+        return run_case(case, pipeline)
     except TimeoutError as e:
         return case.name, False, str(e)
     finally:
         signal.alarm(0)
 
 
-def run_all(cases, jobs: int = 2, timeout: int = 60) -> list[tuple[str, bool, str]]:
+def run_all(cases, jobs: int = 2, timeout: int = 60,
+            pipeline: str | None = None) -> list[tuple[str, bool, str]]:
+    args = [(c, timeout, pipeline) for c in cases]
     if jobs <= 1:
-        return [_timed_run((c, timeout)) for c in cases]
+        return [_timed_run(a) for a in args]
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(jobs, maxtasksperchild=200) as pool:
-        return pool.map(_timed_run, [(c, timeout) for c in cases], chunksize=8)
+        return pool.map(_timed_run, args, chunksize=8)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -138,9 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-v", "--verbose", action="store_true", help="print each failure's reason")
     ap.add_argument("--write-passing", help="write the sorted names of passing cases here")
     ap.add_argument("--json", help="write every result as JSON here")
+    ap.add_argument("--pipeline", metavar="TEXT",
+                    help="run this pass pipeline between import and run ('default': the "
+                         "default pipeline of pir optimize)")
     args = ap.parse_args(argv)
+    pipeline = args.pipeline
+    if pipeline == "default":
+        from pir.passes.pipeline import DEFAULT_PIPELINE
+
+        pipeline = DEFAULT_PIPELINE
     cases = load_cases(args.filter)
-    results = run_all(cases, args.jobs)
+    results = run_all(cases, args.jobs, pipeline=pipeline)
     passed = sorted(n for n, ok, _ in results if ok)
     if args.verbose:
         for n, ok, why in sorted(results):
@@ -153,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump([{"name": n, "passed": ok, "reason": why} for n, ok, why in results], f,
                       indent=1)
-    print(f"onnx node suite: {len(passed)} of {len(cases)} cases pass")
+    through = f" through -p '{pipeline}'" if pipeline is not None else ""
+    print(f"onnx node suite: {len(passed)} of {len(cases)} cases pass{through}")
     return 0
 
 

@@ -6,6 +6,7 @@
 
 // EXPLAIN:      decompose: nn.average_pool stays: windowed pooling slices each kernel offset: needs static spatial dims
 // EXPLAIN-NEXT: decompose: nn.conv stays: auto_pad SAME_UPPER needs static spatial dims
+// EXPLAIN-NEXT: decompose: nn.deform_conv stays: samples the input at data-dependent fractional positions
 // EXPLAIN-NEXT: decompose: nn.max_pool stays: the Indices result (the positions of the maxima) is not decomposed
 // EXPLAIN-NOT:  stays
 

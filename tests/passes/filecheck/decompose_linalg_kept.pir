@@ -5,6 +5,7 @@
 // its softmax in bf16, prim accumulates narrow floats in f32).
 
 // EXPLAIN:      decompose: nn.attention stays: bf16: ONNX sums the softmax in bf16, prim.reduce_sum in f32, and the results differ by a bf16 ulp, beyond ONNX's tolerance
+// EXPLAIN-NEXT: decompose: nn.det stays: a determinant needs a pivoting LU factorisation
 // EXPLAIN-NEXT: decompose: nn.matmul stays: needs a known shape: matmul operand
 // EXPLAIN-NOT:  stays
 

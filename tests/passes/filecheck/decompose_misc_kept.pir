@@ -4,6 +4,7 @@
 // unseeded draw stays (it must differ on every run), and so does blocked dequantisation.
 
 // EXPLAIN:      decompose: nn.dequantize_linear stays: blocked quantisation (a scale per block) is not decomposed
+// EXPLAIN-NEXT: decompose: nn.if stays: control flow: the op keeps its regions
 // EXPLAIN-NEXT: decompose: nn.random_uniform stays: no seed: the op draws fresh numbers on every run, prim random ops take a seed
 // EXPLAIN-NOT:  stays
 
