@@ -189,19 +189,24 @@ class Operation:
         sig = cls.signature
         if len(operands) > len(sig.operands):
             raise PirError(f"{cls.name} takes {len(sig.operands)} operands, got {len(operands)}")
-        flat: list[Value] = []
-        segments: list[int] = []
-        for i, d in enumerate(sig.operands):
-            v = operands[i] if i < len(operands) else None
-            group = list(v) if d.variadic else ([] if v is None else [v])
-            if not group and not (d.optional or d.variadic):
-                raise PirError(f"{cls.name}: missing operand '{d.name}'")
-            flat.extend(group)
-            segments.append(len(group))
-        op = cls(flat, (), attrs, regions, loc,
-                 operand_segments=tuple(segments) if sig.operands_need_segments else None)
-        types = result_types if result_types is not None else op.infer()
-        op.set_results(types, result_names)
+        segments: list[int] | None = None
+        if sig.fixed_operands and len(operands) == len(sig.operands) and None not in operands:
+            flat = list(operands)  # the common case: one value per declared operand
+        else:
+            flat, segments = [], []
+            for i, d in enumerate(sig.operands):
+                v = operands[i] if i < len(operands) else None
+                group = list(v) if d.variadic else ([] if v is None else [v])
+                if not group and not (d.optional or d.variadic):
+                    raise PirError(f"{cls.name}: missing operand '{d.name}'")
+                flat.extend(group)
+                segments.append(len(group))
+        segs = tuple(segments) if segments is not None and sig.operands_need_segments else None
+        if result_types is not None:
+            return cls(flat, result_types, attrs, regions, loc, result_names,
+                       operand_segments=segs)
+        op = cls(flat, (), attrs, regions, loc, operand_segments=segs)
+        op.set_results(op.infer(), result_names)
         return op
 
     def set_results(self, types: Sequence[Type], names: Sequence[str | None] | None = None,
@@ -306,13 +311,14 @@ class Operation:
 class Block:
     """An ordered list of operations with block arguments."""
 
-    __slots__ = ("args", "ops", "parent")
+    __slots__ = ("args", "ops", "parent", "_hint")
 
     def __init__(self, arg_types: Sequence[Type] = (), arg_names: Sequence[str | None] | None = None):
         names = arg_names or [None] * len(arg_types)
         self.args = [BlockArgument(t, self, i, n) for i, (t, n) in enumerate(zip(arg_types, names))]
         self.ops: list[Operation] = []
         self.parent: Region | None = None
+        self._hint = 0  # where the last insert or removal happened (see index)
 
     def add_arg(self, type: Type, name: str | None = None) -> BlockArgument:
         arg = BlockArgument(type, self, len(self.args), name)
@@ -328,12 +334,25 @@ class Block:
         op.parent = self
         op._attach_uses()
         self.ops.insert(index, op)
+        self._hint = index
         return op
 
     def remove(self, op: Operation) -> None:
-        self.ops.remove(op)
+        i = self.index(op)
+        del self.ops[i]
+        self._hint = i
         op._detach_uses()
         op.parent = None
+
+    def index(self, op: Operation) -> int:
+        """``op``'s position.  Rewrites cluster (a decomposition inserts its ops before one
+        root, then removes the root), so the search starts near the last insert or removal:
+        a scan from the start every time made rewriting a block quadratic in its length."""
+        start = max(0, self._hint - 16)
+        try:
+            return self.ops.index(op, start)
+        except ValueError:
+            return self.ops.index(op, 0, start + 1)
 
     @property
     def terminator(self) -> Operation | None:

@@ -66,15 +66,17 @@ def _verify_block_list(op: Operation, visible: set[Value]) -> None:
 def _verify_block(block: Block, outer: set[Value]) -> None:
     defined = set(outer)
     defined.update(block.args)
+    last = len(block.ops) - 1
     for i, op in enumerate(block.ops):
-        for k, v in enumerate(op.operands):
-            if v not in defined:
-                raise _fail(op, f"operand {k} (%{v.name}) does not dominate this use: it is "
-                                "defined later, in another region, or not at all")
+        if not defined.issuperset(op.operands):
+            k, v = next((k, v) for k, v in enumerate(op.operands) if v not in defined)
+            raise _fail(op, f"operand {k} (%{v.name}) does not dominate this use: it is "
+                            "defined later, in another region, or not at all")
         _verify_one(op)
-        if op.has_trait(Terminator) and i != len(block.ops) - 1:
+        if i != last and Terminator in op.traits:
             raise _fail(op, "a terminator must be the last op of its block")
-        _verify_block_list(op, defined)
+        if op.regions:
+            _verify_block_list(op, defined)
         defined.update(op.results)
 
 
@@ -100,6 +102,8 @@ def _verify_one(op: Operation) -> None:
 
 
 def _verify_fresh(op: Operation, type_rule: bool = True) -> None:
+    """All checks of one op; ``type_rule=False`` for an op whose result types its own rule
+    just computed (Operation.build), whose attributes its constructor just converted."""
     sig = op.signature
     _check_counts(op, "operand", sig.operands, op.operands, op.operand_segments)
     _check_counts(op, "result", sig.results, op.results, op.result_segments)
@@ -109,6 +113,8 @@ def _verify_fresh(op: Operation, type_rule: bool = True) -> None:
         if key not in op.attributes:
             if adef.required:
                 raise _fail(op, f"missing required attribute '{key}'")
+            continue
+        if not type_rule:
             continue
         try:
             adef.kind(op.attributes[key])

@@ -62,7 +62,6 @@ class Rewriter:
 
     def __init__(self, driver: _Driver | None = None):
         self.driver = driver
-        self._hint: tuple[Block | None, int] = (None, 0)  # where the last insert went
 
     def _added(self, op: Operation) -> None:
         if self.driver is not None:
@@ -92,24 +91,9 @@ class Rewriter:
         block = before.parent
         if op.loc is None:
             op.loc = before.loc
-        index = self._index(block, before)
-        block.insert(index, op)
-        self._hint = (block, index + 1)
+        block.insert(block.index(before), op)
         self._added(op)
         return op
-
-    def _index(self, block: Block, op: Operation) -> int:
-        """``op``'s position in ``block``.  Inserts cluster (a decomposition puts all its ops
-        before one root, and the driver walks in program order), so search from just before
-        the last insert first: a scan from the start for every insert made rewriting a
-        block quadratic in its length."""
-        hint_block, hint = self._hint
-        if hint_block is block:
-            try:
-                return block.ops.index(op, max(0, hint - 16))
-            except ValueError:
-                pass
-        return block.ops.index(op)
 
     def replace_all_uses(self, old: Value, new: Value) -> None:
         users = [u.op for u in old.uses]
