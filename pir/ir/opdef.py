@@ -192,6 +192,9 @@ class OpSignature:
         """Precompute the facts the hot paths ask for (called once the fields are known)."""
         self.fixed_operands = not any(d.optional or d.variadic for d in self.operands)
         self.fixed_results = not any(d.optional or d.variadic for d in self.results)
+        # for the verifier: the element-type constraints of fixed operands/results by index
+        self.operand_dtypes = tuple((i, d) for i, d in enumerate(self.operands) if d.dtypes)
+        self.result_dtypes = tuple((i, d) for i, d in enumerate(self.results) if d.dtypes)
 
     @property
     def operands_need_segments(self) -> bool:

@@ -81,17 +81,20 @@ def _verify_block(block: Block, outer: set[Value]) -> None:
 
 
 def _snapshot(op: Operation) -> tuple:
-    """Everything an op's checks depend on.  Its operands are compared as values (their
-    identity), since type rules may read constant operands."""
-    return (tuple(op.operands), tuple(r.type for r in op.results),
-            tuple(op.attributes.items()), op.operand_segments, op.result_segments)
+    """Everything an op's checks depend on: its operands as values (type rules may read
+    constant operands) and their types (a pass may refine a value's type in place), its
+    result types and its attributes."""
+    operands = op.operands
+    return (operands[:], [v.type for v in operands], [r.type for r in op.results],
+            list(op.attributes.items()), op.operand_segments, op.result_segments)
 
 
 def _verify_one(op: Operation) -> None:
     # The pass manager verifies after every pass; an op no pass touched since it was last
-    # checked need not run its type rule again.  Ops with regions (whose checks look
-    # inside) and constants (whose checks look at the module's resources) always rerun.
-    cacheable = not op.regions and op.name != "builtin.constant"
+    # checked need not run its type rule again.  Ops with regions, whose checks look inside,
+    # always rerun.  (A constant's check also reads its resource: passes add resources under
+    # new keys and never replace an array in place, so the snapshot covers it.)
+    cacheable = not op.regions
     if cacheable:
         snap = _snapshot(op)
         if op.verified == snap:
@@ -135,9 +138,17 @@ def _verify_fresh(op: Operation, type_rule: bool = True) -> None:
 
 
 def _check_counts(op, what, defs, values, segments) -> None:
-    if segments is None and not any(d.optional or d.variadic or d.dtypes is not None for d in defs):
-        if len(values) != len(defs):  # the common case: a fixed list of untyped operands
+    sig = op.signature
+    if segments is None and (sig.fixed_operands if what == "operand" else sig.fixed_results):
+        # the common case: one value per declared operand, element types checked by index
+        if len(values) != len(defs):
             raise _fail(op, f"expects {len(defs)} {what}s, has {len(values)}")
+        for i, d in (sig.operand_dtypes if what == "operand" else sig.result_dtypes):
+            t = values[i].type
+            if isinstance(t, TensorType) and t.dtype not in d.dtypes:
+                allowed = ", ".join(sorted(x.value for x in d.dtypes))
+                raise _fail(op, f"{what} '{d.name}' has element type {t.dtype.value}, "
+                                f"expected one of {allowed}")
         return
     fixed = sum(1 for d in defs if not (d.optional or d.variadic))
     flexible = [d for d in defs if d.optional or d.variadic]

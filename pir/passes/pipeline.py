@@ -14,7 +14,7 @@ from pir.passes.base import Pass, get_pass_class
 __all__ = ["parse_pipeline", "format_pipeline", "DEFAULT_PIPELINE", "PRESETS"]
 
 #: The pipeline `pir optimize` runs without -p (documented in docs/passes.md).
-DEFAULT_PIPELINE = "canonicalize,fold,decompose,canonicalize,fold,cse,dce,shapes"
+DEFAULT_PIPELINE = "decompose,canonicalize,fold,cse,dce,shapes"
 
 PRESETS = {
     "0": "",

@@ -66,12 +66,18 @@ class PrimOp(Operation):
                 if adef.required and kwargs.get(key) is None:
                     raise PirError(f"missing required attribute '{key}'")
             op = super().build(*operands, result_types=result_types, loc=loc, **kwargs)
+            # An op whose result types its rule computed, or whose rule just checked the
+            # declared ones, need not run that rule again in the verifier.
+            ruled = result_types is None
+            if not ruled and isinstance(op, DeclaredResultOp):
+                op.infer()
+                ruled = True
         except PirError as e:
             if e.message.startswith(cls.name):
                 raise
             where = f'{cls.name} "{loc}"' if loc else cls.name
             raise PirError(f"{where}: {e.message}") from None
-        verify_op(op, types_inferred=result_types is None)
+        verify_op(op, types_inferred=ruled)
         return op
 
 
