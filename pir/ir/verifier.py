@@ -93,7 +93,10 @@ def _verify_one(op: Operation) -> None:
     # The pass manager verifies after every pass; an op no pass touched since it was last
     # checked need not run its type rule again.  Ops with regions, whose checks look inside,
     # always rerun.  (A constant's check also reads its resource: passes add resources under
-    # new keys and never replace an array in place, so the snapshot covers it.)
+    # new keys and never replace an array in place, so the snapshot covers it.)  A few nn
+    # type rules read further up the graph than their operands (a reshape's shape computed
+    # by Shape/Gather/Concat); such an op is re-checked when it changes, not when an op
+    # above it does: a parse (`pir verify`) always checks everything afresh.
     cacheable = not op.regions
     if cacheable:
         snap = _snapshot(op)

@@ -38,8 +38,10 @@ class RewritePattern:
 
 
 def is_trivially_dead(op: Operation) -> bool:
-    return (Pure in op.traits and Terminator not in op.traits
-            and all(not r.uses for r in op.results))
+    for r in op.results:  # most ops have uses: the cheapest test first
+        if r.uses:
+            return False
+    return Pure in op.traits and Terminator not in op.traits
 
 
 def is_function_output(v: Value) -> bool:
@@ -151,6 +153,14 @@ class _Driver:
         self.rewrites = 0
         self.recent: list[str] = []
         self.applied: Counter = Counter()
+        self.candidates: dict[str, list[RewritePattern]] = {}
+
+    def patterns_for(self, name: str) -> list[RewritePattern]:
+        """The patterns rooted at ``name`` followed by those for any op (built once)."""
+        found = self.candidates.get(name)
+        if found is None:
+            found = self.candidates[name] = self.by_root.get(name, []) + self.generic
+        return found
 
     def push(self, op: Operation) -> None:
         if op not in self.queued and not isinstance(op, (FuncOp, ModuleOp)):
@@ -177,7 +187,7 @@ class _Driver:
             if is_trivially_dead(op):
                 rewriter.erase_op(op)  # cannot make the IR invalid: callers may skip verifying
                 continue
-            for pattern in self.by_root.get(op.name, []) + self.generic:
+            for pattern in self.patterns_for(op.name):
                 if pattern.match_and_rewrite(op, rewriter):
                     self.rewrites += 1
                     self.applied[pattern.name] += 1
