@@ -360,13 +360,18 @@ class ShapeInference(Pass):
         "doc": "assume no symbolic dim is 1 at run time, so dims that broadcast against each "
                "other are equal and unified (as ONNX Runtime's symbolic shape inference does)"})
 
-    def apply(self, module: ModuleOp) -> None:
+    def apply(self, module: ModuleOp) -> bool:
+        changed = False
         for fn in module.funcs:
             if not isinstance(fn, FuncOp):
                 continue
             report = infer_function(fn, self.broadcast_equal)
+            # Recording constraints in an attribute cannot make the IR invalid: only refined
+            # or renamed types need the verifier.
+            changed |= bool(report.refined or report.renamed)
             if self.explain:
                 _explain(fn, report)
+        return changed
 
 
 def _explain(fn: FuncOp, report: FunctionReport) -> None:
