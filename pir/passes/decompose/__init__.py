@@ -14,7 +14,7 @@ from pir.ir.dialects.builtin import ModuleOp
 from pir.passes.base import Pass
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import DECOMPOSE, KEPT, Keep, load_rules
-from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns
+from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns, is_function_output
 
 __all__ = ["Decompose"]
 
@@ -50,7 +50,8 @@ class _RulePattern(RewritePattern):
         if len(values) != len(op.results):
             raise PirError(f"the decomposition of {op.name} gave {len(values)} values for "
                            f"{len(op.results)} results")
-        values = [_as_declared(b, op, old, new) for old, new in zip(op.results, values)]
+        values = [_own_output(b, old, _as_declared(b, op, old, new))
+                  for old, new in zip(op.results, values)]
         _keep_names(b, op, values)
         rewriter.replace_op(op, values)
         return True
@@ -79,6 +80,19 @@ def _as_declared(b: PrimBuilder, op: Operation, old: Value, new: Value) -> Value
         return b.op("reshape", new, result_type=old.type)
     raise PirError(f"the decomposition of {op.describe()} changed result type "
                    f"{old.type} into {new.type}")
+
+
+def _own_output(b: PrimBuilder, old: Value, new: Value) -> Value:
+    """A function's output names are its returned values' names, so a result that is
+    returned cannot be replaced by a value the rule did not make (an operand passed
+    through, named otherwise): a same-type reshape, free at run time, carries the name."""
+    if getattr(new, "op", None) in b.made or not is_function_output(old):
+        return new
+    shape = new.type.shape if isinstance(new.type, TensorType) else None
+    if shape is None or sum(d is None for d in shape) > 1:
+        raise Keep(f"gives the function output %{old.name} its own name, and a reshape "
+                   "cannot size its type")
+    return b.op("reshape", new, result_type=new.type)
 
 
 def _keep_names(b: PrimBuilder, op: Operation, values) -> None:

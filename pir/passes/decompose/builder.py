@@ -31,6 +31,7 @@ class PrimBuilder:
         base = next((r.name for r in root.results if r.name), None) or root.name.split(".")[1]
         self.base = base
         self.count = 0
+        self.made: set[Operation] = set()  # every op this builder inserted
 
     # -- creating ops ------------------------------------------------------------------------
 
@@ -44,6 +45,7 @@ class PrimBuilder:
         op = OPS[full].build(*operands, result_types=result_types, loc=self.root.loc, **attrs)
         for r in op.results:
             r.name = self._name()
+        self.made.add(op)
         return self.rw.insert(op, self.root)
 
     def op(self, name: str, *operands: Any, result_type: TensorType | None = None,
@@ -58,6 +60,7 @@ class PrimBuilder:
         """A constant array (a scalar gives a rank-0 tensor)."""
         arr = np.asarray(value).astype(dtype.numpy)
         op = make_constant(self.module, arr, self._name(), self.root.loc)
+        self.made.add(op)
         return self.rw.insert(op, self.root).results[0]
 
     def scalar_like(self, value: Any, like: Value) -> Value:

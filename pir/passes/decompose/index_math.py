@@ -26,7 +26,7 @@ from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep
 
 __all__ = ["I64", "static_dims", "sizable", "fit", "iota", "wrap_index", "linear_index",
-           "take_flat", "put_flat", "const_list", "dim_size", "through"]
+           "take_flat", "put_flat", "const_list", "dim_size"]
 
 I64 = DType.I64
 
@@ -97,16 +97,6 @@ def fit(b: PrimBuilder, v: Value, want: TensorType) -> Value:
         return v
     sizable(b, want.shape, "the result type", unknown=1)
     return b.op("reshape", v, result_type=want)
-
-
-def through(b: PrimBuilder, op: Operation, v: Value, index: int = 0) -> Value:
-    """``v`` as the value of result ``index``.  An operand passed through unchanged cannot
-    carry the name of a function output; there a reshape to the same type does."""
-    r = op.results[index]
-    if v in op.operands and any(u.op.name == "func.return" for u in r.uses):
-        sizable(b, r.type.shape, "the result type", unknown=1)
-        return b.op("reshape", v, result_type=r.type)
-    return v
 
 
 def iota(b: PrimBuilder, shape: Sequence[Dim], dim: int, dtype: DType = I64) -> Value:

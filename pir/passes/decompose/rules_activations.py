@@ -18,7 +18,6 @@ from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
 from pir.passes.decompose.rules_elementwise import (
     compute_dtype,
-    pass_through,
     select,
     widened,
 )
@@ -181,4 +180,4 @@ def clip(b: PrimBuilder, op: Operation) -> list[Value]:
         y = b.max(y, _bound(b, op.min))
     if op.max is not None:
         y = b.min(y, _bound(b, op.max))
-    return [pass_through(op, y) if y is op.x else y]
+    return [y]

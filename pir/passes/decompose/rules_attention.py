@@ -19,7 +19,7 @@ from pir.ir.typerules import tensor
 from pir.ir.types import Dim, DType, TensorType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
-from pir.passes.decompose.rules_linalg import as_result, dot, shape, transpose
+from pir.passes.decompose.rules_linalg import dot, shape, transpose
 
 __all__ = ["split_heads", "merge_heads"]
 
@@ -190,7 +190,7 @@ def attention(b: PrimBuilder, op: Operation) -> list[Value]:
         raise Keep(f"qk_matmul_output is declared {op.qk_matmul_output.type}, which the "
                    f"scores {qk_out.type} do not broadcast to")
     qk_out = b.broadcast_to(b.cast(qk_out, dtype), want)
-    return [y, as_result(b, op, 1, present_k), as_result(b, op, 2, present_v), qk_out]
+    return [y, present_k, present_v, qk_out]
 
 
 @decomposes("nn.rotary_embedding")

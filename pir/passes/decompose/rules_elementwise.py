@@ -7,7 +7,7 @@ element types, IsInf's detect flags, variadic Max/Min/Sum/Mean, saturating float
 
 Helpers shared with ``rules_activations`` live here too: ``select`` (broadcasting),
 ``widened`` (compute a multi-op float rule in f32 for narrow floats, as the reference
-runtime computes the nn op) and ``pass_through`` (a rule whose result is an operand).
+runtime computes the nn op).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pir.ir.types import DType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes, keep
 
-__all__ = ["select", "compute_dtype", "widened", "pass_through"]
+__all__ = ["select", "compute_dtype", "widened"]
 
 # -- helpers --------------------------------------------------------------------------------
 
@@ -58,15 +58,6 @@ def widened(fn: FloatRule) -> Callable[[PrimBuilder, Operation], list[Value]]:
     rule.__name__ = fn.__name__
     rule.__doc__ = fn.__doc__
     return rule
-
-
-def pass_through(op: Operation, v: Value) -> Value:
-    """``v`` as the value of ``op``'s result, unless the result is a function output: then
-    its name is the output's name, which ``v`` (named otherwise) cannot carry."""
-    r = op.results[0]
-    if v.name != r.name and any(u.op.name == "func.return" for u in r.uses):
-        raise Keep(f"gives the function output %{r.name} its own name")
-    return v
 
 
 # -- one prim op each -----------------------------------------------------------------------
@@ -119,7 +110,7 @@ def abs_(b: PrimBuilder, op: Operation) -> list[Value]:
     """prim.abs; an unsigned x is its own absolute value (prim.abs takes signed types)."""
     if tensor(op.x).dtype.is_signed:
         return [b.op("abs", op.x)]
-    return [pass_through(op, op.x)]
+    return [op.x]
 
 
 @decomposes("nn.sign")
@@ -198,7 +189,7 @@ def max_min(b: PrimBuilder, op: Operation) -> list[Value]:
     """Pairwise prim.max / prim.min (exact in any precision, so no widening)."""
     inputs = list(op.inputs)
     if len(inputs) == 1:
-        return [pass_through(op, inputs[0])]
+        return [inputs[0]]
     return [_fold(b, op.name[3:], inputs)]
 
 
@@ -208,7 +199,7 @@ def sum_mean(b: PrimBuilder, op: Operation) -> list[Value]:
     so the sum rounds once, as the nn op's does."""
     inputs = list(op.inputs)
     if len(inputs) == 1:
-        return [pass_through(op, inputs[0])]
+        return [inputs[0]]
     dtype = tensor(inputs[0]).dtype
     total = _fold(b, "add", [b.cast(v, compute_dtype(dtype)) for v in inputs])
     if op.name == "nn.mean":
@@ -250,7 +241,7 @@ def cast(b: PrimBuilder, op: Operation) -> list[Value]:
     if DType.STRING in (src, to):
         raise Keep("prim.cast has no strings")
     if src == to:
-        return [pass_through(op, op.x)]
+        return [op.x]
     if to is DType.F8E8M0FNU:
         raise Keep("f8E8M0FNU rounds by round_mode; prim.cast rounds to nearest even")
     if to in _SATURATING_F8 and op.saturate and src is not DType.BOOL:
@@ -261,7 +252,7 @@ def cast(b: PrimBuilder, op: Operation) -> list[Value]:
 @decomposes("nn.identity")
 def identity(b: PrimBuilder, op: Operation) -> list[Value]:
     """The operand itself (an identity that names a function output stays)."""
-    return [pass_through(op, op.x)]
+    return [op.x]
 
 
 keep("nn.bit_cast", "reinterprets bits; prim.cast converts values and there is no bitcast prim")

@@ -13,14 +13,13 @@ from __future__ import annotations
 from typing import Sequence
 
 from pir.ir.core import Operation, Value
-from pir.ir.opdef import Terminator
 from pir.ir.dialects.nn.linalg import parse_einsum
 from pir.ir.typerules import broadcast_shapes, tensor
 from pir.ir.types import Dim, DType, TensorType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes, keep
 
-__all__ = ["dot", "matmul", "transpose", "conform", "shape", "as_result", "agree"]
+__all__ = ["dot", "matmul", "transpose", "conform", "shape", "agree"]
 
 keep("nn.det", "a determinant needs a pivoting LU factorisation, which prim cannot express "
                "without loops")
@@ -61,17 +60,6 @@ def conform(b: PrimBuilder, v: Value, want: TensorType) -> Value:
     if src == [d for d in shape_ if d != 1]:
         return b.reshape(v, shape_)
     return b.broadcast_to(v, shape_)
-
-
-def as_result(b: PrimBuilder, op: Operation, index: int, v: Value) -> Value:
-    """``v`` as the value of result ``index`` of ``op``.  A function output is named by its
-    value, so when ``v`` is a value the rule did not make (an operand passed through) and
-    the result is returned, a same-type ``prim.reshape`` copies it under the output's name."""
-    r = op.results[index]
-    made = {f"{b.base}.{k}" for k in range(1, b.count + 1)}
-    if v.name in made or not any(Terminator in u.op.traits for u in r.uses):
-        return v
-    return b.op("reshape", v, result_type=tensor(v))
 
 
 def agree(b: PrimBuilder, x: Value, i: int, y: Value, j: int) -> tuple[Value, Value]:

@@ -17,7 +17,7 @@ from pir.ir.typerules import const_value, tensor
 from pir.ir.types import DType, TensorType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes, keep
-from pir.passes.decompose.rules_linalg import as_result, shape
+from pir.passes.decompose.rules_linalg import shape
 
 _REGIONS = "control flow: the op keeps its regions (the ops inside are decomposed in place)"
 for _name in ("nn.if", "nn.loop", "nn.scan"):
@@ -87,7 +87,7 @@ def dropout(b: PrimBuilder, op: Operation) -> list[Value]:
         raise Keep("the ratio of a training-mode dropout is not a constant")
     if not bool(np.asarray(training).reshape(())) or float(np.asarray(ratio).reshape(())) == 0:
         true = b.broadcast_to(b.const(True, DType.BOOL), xs)
-        return [as_result(b, op, 0, x), true][:len(op.results)]
+        return [x, true][:len(op.results)]
     ratio = float(np.asarray(ratio).reshape(()))
     draw = b.op("random_uniform", seed=_seed(op), result_type=TensorType(DType.F64, xs))
     mask = b.binary("ge", draw, b.const(ratio, DType.F64))

@@ -17,7 +17,7 @@ from pir.ir.typerules import normalize_axis, tensor
 from pir.ir.types import DType, TensorType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep
-from pir.passes.decompose.rules_reduce import count, forward, mean, ranked, rule, widen
+from pir.passes.decompose.rules_reduce import count, mean, ranked, rule, widen
 
 __all__ = ["log_softmax_of", "moments", "inv_std_of", "standardize", "per_channel", "fit"]
 
@@ -123,7 +123,7 @@ def hardmax(b: PrimBuilder, op) -> list[Value]:
     axis = _axis(op, x)
     shape = b.known(t.shape, "hardmax")
     if shape[axis] == 0:
-        return [forward(op, x)]  # nothing to mark
+        return [x]  # nothing to mark
     first = b.op("argmax", x, axis=axis, keepdims=True)
     positions = b.op("iota", result_type=TensorType(DType.I64, shape), dimension=axis)
     return [b.cast(b.op("eq", positions, b.broadcast_to(first, shape)), t.dtype)]

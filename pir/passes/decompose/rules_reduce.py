@@ -22,10 +22,9 @@ from pir.ir.typerules import const_value, normalize_axis, tensor
 from pir.ir.types import Dim, DType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
-from pir.passes.decompose.rules_elementwise import pass_through
 
 __all__ = ["REDUCTIONS", "rule", "conform", "reduce_axes", "reduce", "count", "mean", "widen",
-           "to_float", "ranked", "const_int", "forward", "unary"]
+           "to_float", "ranked", "const_int", "unary"]
 
 
 # -- shared helpers -------------------------------------------------------------------------------
@@ -134,13 +133,6 @@ def to_float(b: PrimBuilder, x: Value) -> Value:
     return x if tensor(x).dtype.is_float else b.cast(x, DType.F64)
 
 
-def forward(op, v: Value) -> Value:
-    """The rule's value for ``op``'s first result; when it is one of ``op``'s own operands (a
-    reduction over no axes, a scan of one element), the op stays if its result is a function
-    output, whose name that operand cannot carry."""
-    return pass_through(op, v) if any(v is o for o in op.operands) else v
-
-
 def unary(name: str) -> Callable[[PrimBuilder, Value], Value]:
     return lambda b, x: b.op(name, x)
 
@@ -182,7 +174,7 @@ def reduction(b: PrimBuilder, op) -> list[Value]:
     out = reduce(b, prim, x, axes, op.keepdims)
     if after:
         out = after(b, to_float(b, out))
-    return [forward(op, b.cast(out, dtype))]
+    return [b.cast(out, dtype)]
 
 
 @rule("nn.reduce_mean")
@@ -190,7 +182,7 @@ def reduce_mean(b: PrimBuilder, op) -> list[Value]:
     """sum(x) / count, in f32 for narrower floats."""
     axes = reduce_axes(op, len(ranked(op.data)))
     out = mean(b, widen(b, op.data), axes, op.keepdims)
-    return [forward(op, b.cast(out, tensor(op.data).dtype))]
+    return [b.cast(out, tensor(op.data).dtype)]
 
 
 @rule("nn.reduce_log_sum_exp")
@@ -265,7 +257,7 @@ def cum_prod(b: PrimBuilder, op) -> list[Value]:
         step *= 2
     if op.exclusive:
         y = _shift(b, y, axis, sign, one)
-    return [forward(op, b.cast(y, dtype))]
+    return [b.cast(y, dtype)]
 
 
 @rule("nn.top_k")

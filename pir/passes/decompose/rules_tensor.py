@@ -26,7 +26,6 @@ from pir.passes.decompose.index_math import (
     iota,
     sizable,
     static_dims,
-    through,
 )
 from pir.passes.decompose.registry import Keep, decomposes
 
@@ -42,7 +41,7 @@ def reshape(b, op):
     if tensor(x).shape is None:
         raise Keep("the input is unranked")
     sizable(b, out.shape, "the result shape", unknown=1)
-    return [through(b, op, x) if x.type == out else b.op("reshape", x, result_type=out)]
+    return [x if x.type == out else b.op("reshape", x, result_type=out)]
 
 
 @decomposes("nn.transpose")
@@ -51,7 +50,7 @@ def transpose(b, op):
     rank = len(b.known(tensor(op.data).shape, "input"))
     perm = tuple(op.perm) if op.perm is not None else tuple(reversed(range(rank)))
     if perm == tuple(range(rank)):
-        return [through(b, op, op.data)]
+        return [op.data]
     return [fit(b, b.op("transpose", op.data, permutation=perm), op.transposed.type)]
 
 
@@ -73,7 +72,7 @@ def split(b, op):
     """One prim.slice per piece, at offsets from the pieces' (static) sizes."""
     axis = _axis(b, op.input, op.axis)
     if len(op.results) == 1:
-        return [through(b, op, fit(b, op.input, op.results[0].type))]
+        return [fit(b, op.input, op.results[0].type)]
     sizes = [b.known(r.type.shape, "a piece")[axis] for r in op.results]
     if not all(isinstance(n, int) for n in sizes):
         raise Keep(f"the sizes of the pieces {sizes} are not static")
@@ -178,7 +177,7 @@ def expand(b, op):
         if d != 1 and d != r:
             raise Keep(f"cannot tell that a dim of {d} broadcasts to {r}")
     if src == dst:
-        return [through(b, op, op.input)]
+        return [op.input]
     return [b.op("broadcast_in_dim", op.input, result_type=out,
                  broadcast_dimensions=tuple(range(offset, len(dst))))]
 
@@ -217,7 +216,7 @@ def tile(b, op):
     wide_t = out.with_shape(wide)
     v = op.input if tuple(wide) == src else b.op(
         "broadcast_in_dim", op.input, result_type=wide_t, broadcast_dimensions=tuple(where))
-    return [through(b, op, fit(b, v, out))]
+    return [fit(b, v, out)]
 
 
 # -- padding and cropping ------------------------------------------------------------------------

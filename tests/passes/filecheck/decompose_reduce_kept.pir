@@ -2,11 +2,10 @@
 // RUN: pir optimize %s -p decompose | filecheck %s
 // What prim cannot say stays, and `explain` says why: axes and k known only at run time (prim
 // takes them as attributes), a product scan along a symbolic dim (its step count depends on
-// the size), and a reduction over no axes whose result is a function output.  A mean over
-// static dims divides by a constant.
+// the size).  A reduction over no axes whose result is a function output becomes a copy
+// under the output's name; a mean over static dims divides by a constant.
 
 // EXPLAIN:      decompose: nn.cum_prod stays: the scanned dim must be static (it sets the number of steps)
-// EXPLAIN-NEXT: decompose: nn.reduce_max stays: gives the function output %same its own name
 // EXPLAIN-NEXT: decompose: nn.reduce_sum stays: the axes are known only at run time
 // EXPLAIN-NEXT: decompose: nn.top_k stays: k is known only at run time
 // EXPLAIN-NOT:  stays
@@ -14,7 +13,7 @@
 // CHECK:      %s = nn.reduce_sum(%x, %axes)
 // CHECK-NEXT: %v, %i = nn.top_k(%x, %k)
 // CHECK-NEXT: %c = nn.cum_prod(%x, %one)
-// CHECK-NEXT: %same = nn.reduce_max(%x) {noop_with_empty_axes = true}
+// CHECK-NEXT: %same = prim.reshape(%x) : (tensor<Sx3x4xf32>) -> tensor<Sx3x4xf32>
 // CHECK:      %m.2 = builtin.constant() {value = dense<12.0> : tensor<f32>}
 // CHECK:      %m = prim.div(%m.1, %m.3) : (tensor<Sx1x1xf32>, tensor<Sx1x1xf32>) -> tensor<Sx1x1xf32>
 module {
