@@ -46,8 +46,12 @@ def _log_sum_exp(x, axes, keep):
 
 
 def _mean(x, axes, keep):
+    # sum / count rather than np.mean, which warns on an empty set (ONNX defines it: NaN)
+    w = wide(x)
+    total = np.sum(w, axis=axes, keepdims=keep)
+    count = w.size // max(total.size, 1)  # the reduced elements per result (0 when empty)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.mean(wide(x), axis=axes, keepdims=keep)
+        return total / np.asarray(count, w.dtype)
 
 
 def _log(v):
