@@ -1,0 +1,222 @@
+"""A CPU schedule for a lowered prim group, written with TVM's TensorIR schedule.
+
+Untuned TIR is one scalar loop nest per compute, run on one thread.  The schedule here is
+the hand-written one that memory-bound groups (elementwise chains, softmax, layer_norm,
+rms_norm) need, with no search:
+
+1. **Inline** every compute that is not an output or a reduction.  Index maps (broadcast,
+   transpose, reshape) and elementwise chains then cost nothing: they become expressions in
+   their consumers.  A compute that is not a pure load and has several consumers is kept
+   (when the group has the row form below), so that exp(x - max) in softmax is computed once
+   per element, not once per consumer.
+2. **Rows.**  When every reduction reduces the trailing dims (``reduce_inner``, found by the
+   lowering), the output's leading loops are the rows: they are fused into one loop, which
+   runs in parallel, and every remaining compute (the reductions and the kept values) is
+   moved under it with ``compute_at``.  Each row then computes its statistics once (max and
+   sum; mean and variance) into a scalar, and its kept values into a row-sized buffer that
+   stays in L1, and the input is read from memory once.
+3. **Vectorise** the inner loops.  A reduction is vectorised with ``rfactor``: it is split
+   into lanes that accumulate side by side and a short final reduction over the lanes.
+
+Anything the schedule can not do for a block (a symbolic inner extent, a shape that does not
+divide by the vector width...) leaves that block correct but slower: scheduling is an
+optimisation, so a ``ScheduleError`` never fails the build.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import tirx
+from tvm.s_tir import Schedule, ScheduleError
+
+from pir.codegen.tvm.lower import LoweredKernel
+
+__all__ = ["schedule_cpu", "VECTOR_BYTES"]
+
+#: Bytes per vector the inner loops are split to: one AVX-512 register.  On AVX2 LLVM splits
+#: each 64-byte vector into two, which costs nothing, so one width serves both.
+VECTOR_BYTES = 64
+
+
+def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm.IRModule:
+    """The scheduled IRModule of ``kernel`` (its one PrimFunc named ``kernel.name``)."""
+    sch = Schedule(tvm.IRModule({kernel.name: kernel.func}))
+    sch.work_on(kernel.name)
+    scheduler = _Scheduler(sch, kernel, vector_bytes)
+    scheduler.run()
+    return scheduler.sch.mod  # a failed step may have swapped in a saved copy
+
+
+class _Scheduler:
+    def __init__(self, sch: Schedule, kernel: LoweredKernel, vector_bytes: int):
+        self.sch = sch
+        self.kernel = kernel
+        self.vector_bytes = vector_bytes
+
+    # -- queries -------------------------------------------------------------------------
+
+    def blocks(self):
+        return self.sch.get_child_blocks(self.sch.get_sblock("root"))
+
+    def is_reduction(self, block) -> bool:
+        return any(iv.iter_type == tirx.IterVar.CommReduce for iv in self.sch.get(block).iter_vars)
+
+    def is_output(self, block) -> bool:
+        outs = {self.sch.get(b).name_hint for b in self.sch.get_output_blocks("root")}
+        return self.sch.get(block).name_hint in outs
+
+    def is_pure_load(self, block) -> bool:
+        """A block that only moves data (an index map): inlining it never repeats work."""
+        value = self.sch.get(block).body.value
+        while isinstance(value, tirx.Cast):
+            value = value.value
+        # TVM 0.27 represents a buffer read as ``tvm.ir.expr.TensorLoad`` (tirx.BufferLoad is
+        # a constructor function there, not a class), so test by name
+        return type(value).__name__ in ("TensorLoad", "BufferLoad", "IntImm", "FloatImm")
+
+    def is_row_value(self, block) -> bool:
+        """A value per row (its reduced dims have size 1), e.g. rsqrt(var + eps): computed
+        once per row under the row loop rather than inlined into every element."""
+        inner = self.kernel.reduce_inner or 0
+        shape = self.sch.get(block).body.buffer.shape
+        rank = len(self.kernel.outputs[0].shape)
+        return inner > 0 and len(shape) == rank and all(
+            isinstance(d, tirx.IntImm) and d.value == 1 for d in shape[rank - inner:])
+
+    def lanes(self, block) -> int:
+        dtype = self.sch.get(block).body.buffer.dtype
+        return max(1, self.vector_bytes // max(1, tvm.DataType(str(dtype)).bits // 8))
+
+    # -- steps ---------------------------------------------------------------------------
+
+    def run(self) -> None:
+        fused = self.kernel.reduce_inner is not None and len(self.kernel.outputs) == 1
+        self.inline(keep_shared=fused)
+        if fused and self.kernel.reduce_inner > 0 and self.fuse_rows():
+            return
+        for b in self.blocks():  # each stage on its own: parallel outside, vector inside
+            self.schedule_alone(b)
+
+    def inline(self, keep_shared: bool) -> None:
+        for b in reversed(self.blocks()):
+            if self.is_output(b) or self.is_reduction(b):
+                continue
+            shared = len(self.sch.get_consumers(b)) > 1
+            if keep_shared and (shared or self.is_row_value(b)) and not self.is_pure_load(b):
+                continue
+            try:
+                self.sch.compute_inline(b)
+            except ScheduleError:
+                pass  # e.g. a block TVM can not inline: it stays a stage of its own
+
+    def fuse_rows(self) -> bool:
+        """Steps 2 and 3 for the row form; False (schedule untouched) if it does not apply."""
+        sch = self.sch
+        anchor = sch.get_output_blocks("root")[0]
+        nrow = len(sch.get_loops(anchor)) - self.kernel.reduce_inner
+        if nrow < 1:
+            return False  # a full reduction to a scalar: no rows to share out
+        saved = sch.copy()
+        try:
+            # rfactor first, while each reduction still has its own loop nest: the partial
+            # (lane) sums and the final sum over the lanes then both move under the row loop
+            rfs = [self.rfactor(b) for b in self.blocks() if self.is_reduction(b)]
+            loops = sch.get_loops(anchor)
+            row = sch.fuse(*loops[:nrow]) if nrow > 1 else loops[0]
+            anchor_name = sch.get(anchor).name_hint
+            others = [b for b in self.blocks() if sch.get(b).name_hint != anchor_name]
+            for b in reversed(others):  # consumers first: compute_at needs them placed
+                sch.compute_at(b, row, preserve_unit_loops=False)
+            sch.parallel(row)
+        except ScheduleError:
+            self.sch = saved
+            return False
+        rf_names = {sch.get(rf).name_hint for rf in rfs if rf is not None}
+        for b in sch.get_child_blocks(row):
+            if sch.get(b).name_hint in rf_names:
+                # compute_at orders the new loops as the block's iter vars: lanes (the
+                # rfactor'ed spatial var) first, then chunks; the lanes must be innermost
+                lanes, chunks = sch.get_loops(b)[-2:]
+                self._try(lambda: sch.reorder(chunks, lanes))
+                self.vectorize_lanes(b, skip=1)
+            elif not self.is_reduction(b):
+                self.vectorize_inner(b, skip=1)
+        return True
+
+    def schedule_alone(self, block) -> None:
+        sch = self.sch
+        loops = sch.get_loops(block)
+        if not loops:
+            return
+        n_spatial = sum(iv.iter_type == tirx.IterVar.DataPar for iv in sch.get(block).iter_vars)
+        if self.is_reduction(block):
+            # TE puts spatial loops before reduce loops: run the spatial ones in parallel
+            if n_spatial:
+                self._try(lambda: sch.parallel(sch.fuse(*loops[:n_spatial]) if n_spatial > 1
+                                               else loops[0]))
+                self.vectorize_reduction(block, skip=1)
+            else:
+                self.vectorize_reduction(block, skip=0)
+            return
+        if len(loops) > 1:
+            outer = loops[:-1]
+            self._try(lambda: sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0]))
+            self.vectorize_inner(block, skip=1)
+        else:
+            self.vectorize_inner(block, skip=0)
+
+    def vectorize_inner(self, block, skip: int) -> None:
+        """Vectorise the innermost loop when its extent is static and a multiple of the
+        vector width (a remainder would need a predicated or peeled tail)."""
+        sch = self.sch
+        loops = sch.get_loops(block)[skip:]
+        if not loops:
+            return
+        inner = loops[-1]
+        extent = sch.get(inner).extent
+        lanes = self.lanes(block)
+        if not isinstance(extent, tirx.IntImm):
+            return
+        n = extent.value
+        if n % lanes == 0 and n > lanes:
+            self._try(lambda: sch.vectorize(sch.split(inner, [None, lanes])[1]))
+        elif n <= lanes and n > 1:
+            self._try(lambda: sch.vectorize(inner))
+
+    def vectorize_reduction(self, block, skip: int) -> None:
+        rf = self.rfactor(block)
+        if rf is not None:
+            self.vectorize_lanes(rf, skip)
+
+    def rfactor(self, block):
+        """Split the one reduce loop of ``block`` into chunks x lanes and rfactor the lanes:
+        ``lanes`` partial results accumulate side by side (one vector register), and a short
+        final reduction adds the lanes.  Only for a static extent that the lanes divide.
+        Returns the partial-result block, or None (block untouched)."""
+        sch = self.sch
+        loops = sch.get_loops(block)
+        n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in sch.get(block).iter_vars)
+        if n_reduce != 1 or not loops:
+            return None
+        extent = sch.get(loops[-1]).extent  # TE puts the reduce loop innermost
+        lanes = self.lanes(block)
+        if not isinstance(extent, tirx.IntImm) or extent.value % lanes or extent.value <= lanes:
+            return None
+        try:
+            _, ki = sch.split(loops[-1], [None, lanes])
+            return sch.rfactor(ki, factor_axis=0)
+        except ScheduleError:
+            return None
+
+    def vectorize_lanes(self, rf, skip: int) -> None:
+        """Vectorise the lanes loop (the innermost) of the partial-result block.  Its init
+        stays in the block (TVM lowers it to ``if chunk == 0``, which does not depend on the
+        lane): after decompose_reduction the update block would not be a complete or
+        reduction block any more, and TVM then refuses to vectorise it."""
+        self._try(lambda: self.sch.vectorize(self.sch.get_loops(rf)[-1]))
+
+    def _try(self, step) -> None:
+        try:
+            step()
+        except ScheduleError:
+            pass
