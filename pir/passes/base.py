@@ -34,6 +34,7 @@ PASS_MODULES: dict[str, str] = {
     "dce": "pir.passes.dce",
     "decompose": "pir.passes.decompose",
     "fold": "pir.passes.fold",
+    "fuse": "pir.passes.fuse",
     "shapes": "pir.passes.shapes",
 }
 

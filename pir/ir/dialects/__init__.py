@@ -5,5 +5,6 @@ def load_dialects() -> None:
     """Import every dialect so that all op classes are registered (the parser needs them)."""
     import pir.ir.dialects.builtin  # noqa: F401
     import pir.ir.dialects.func  # noqa: F401
+    import pir.ir.dialects.fusion  # noqa: F401
     import pir.ir.dialects.nn  # noqa: F401
     import pir.ir.dialects.prim  # noqa: F401
