@@ -72,11 +72,15 @@ class AtomicOutput:
 
     def __exit__(self, exc_type, exc, tb):
         self.file.close()
-        if exc_type is None:
+        if exc_type is not None:
+            os.unlink(self.tmp)
+            return False
+        try:
             os.chmod(self.tmp, 0o644)
             os.replace(self.tmp, self.path)
-        else:
+        except OSError as e:
             os.unlink(self.tmp)
+            raise PirError(f"cannot write: {e.strerror}", file=self.path) from None
         return False
 
 

@@ -206,7 +206,7 @@ class Operation:
             return cls(flat, result_types, attrs, regions, loc, result_names,
                        operand_segments=segs)
         op = cls(flat, (), attrs, regions, loc, operand_segments=segs)
-        op.set_results(op.infer(), result_names)
+        op.set_results(op.run_type_rule(), result_names)
         return op
 
     def set_results(self, types: Sequence[Type], names: Sequence[str | None] | None = None,
@@ -216,6 +216,19 @@ class Operation:
         self.results = [OpResult(t, self, i, n) for i, (t, n) in enumerate(zip(types, names))]
         if segments is not None:
             self.result_segments = segments
+
+    def run_type_rule(self) -> list[Type]:
+        """``infer()`` with the checks it relies on done first (required attributes) and its
+        failures reported as a PirError naming the rule, never as a Python exception."""
+        for key, adef in self.signature.attrs.items():
+            if adef.required and key not in self.attributes:
+                raise PirError(f"missing required attribute '{key}'")
+        try:
+            return self.infer()
+        except PirError:
+            raise
+        except (ValueError, TypeError, IndexError, KeyError) as e:
+            raise PirError(f"type rule failed: {e}") from None
 
     def infer(self) -> list[Type]:
         """The op's type rule: result types from operand types and attributes.

@@ -230,10 +230,13 @@ class Parser:
                     return items
                 self.expect(",")
         if tok == "(":  # complex: (re, im)
+            at = self.i - 1
             re_ = self._dense_elems()
             self.expect(",")
             im = self._dense_elems()
             self.expect(")")
+            if not all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in (re_, im)):
+                raise self.error("a complex element is (real, imaginary), two numbers", at)
             return complex(re_, im)
         kind = token_kind(tok)
         if kind == "NUMBER":
@@ -296,6 +299,7 @@ class Parser:
         if self.accept("attributes"):
             attrs = self.attr_dict()
         module = ModuleOp.create(name, attrs)
+        module.text_pos = TextPos(self.src, self.offsets, 0)
         self.expect("{")
         while not self.accept("}"):
             tok = self.peek()
@@ -467,6 +471,17 @@ class Parser:
         return op
 
 
+def _check_integral(value: Any, ty: TensorType) -> None:
+    """Integer and boolean tensors take whole numbers only: numpy would truncate 3.7."""
+    if isinstance(value, list):
+        for v in value:
+            _check_integral(v, ty)
+    elif isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{value} is not a whole number, as {ty.dtype.value} elements must be")
+    elif isinstance(value, (str, complex)):
+        raise ValueError(f"{value!r} is not a {ty.dtype.value} element")
+
+
 def _dense_array(value: Any, ty: TensorType) -> np.ndarray:
     npdt = ty.dtype.numpy
     if ty.dtype is DType.STRING:
@@ -474,6 +489,8 @@ def _dense_array(value: Any, ty: TensorType) -> np.ndarray:
     elif ty.dtype.is_float and ty.dtype not in (DType.F32, DType.F64, DType.F16):
         arr = np.array(value, dtype=np.float64).astype(npdt)  # bf16/f8: via a wide float
     else:
+        if ty.dtype.is_int or ty.dtype is DType.BOOL:
+            _check_integral(value, ty)
         arr = np.array(value, dtype=npdt)
     if arr.ndim == 0 and ty.rank != 0:
         return np.full(ty.shape, arr[()], dtype=arr.dtype)  # splat

@@ -264,7 +264,7 @@ def print_module(m: ModuleOp, resources: bool = True) -> str:
     if resources and m.resources:
         out = io.BytesIO()
         write_resources(m.resources, out)
-        text += out.getvalue().decode("ascii")
+        text += out.getvalue().decode("utf-8")  # keys may be any text; the data are ASCII
     return text
 
 

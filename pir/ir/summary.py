@@ -9,6 +9,7 @@ from pir.ir.attributes import ResourceRef
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.func import FuncOp
 from pir.ir.types import TensorType
+from pir.runtimes.reference.interpreter import output_names
 
 __all__ = ["FuncSummary", "summarize"]
 
@@ -39,8 +40,7 @@ def summarize(module: ModuleOp) -> list[FuncSummary]:
         s = FuncSummary(
             name=fn.sym_name,
             inputs=[(a.name or f"arg{i}", str(a.type)) for i, a in enumerate(fn.args)],
-            outputs=[(v.name or f"out{i}", str(v.type))
-                     for i, v in enumerate(fn.return_op.operands)],
+            outputs=[(n, str(v.type)) for n, v in zip(output_names(fn), fn.return_op.operands)],
         )
         symbols: list[str] = []
         for op in fn.walk():

@@ -41,6 +41,7 @@ def types_compatible(declared: Type, inferred: Type) -> bool:
 
 
 def verify_module(module: Operation) -> None:
+    _verify_fresh(module)
     _verify_block_list(module, set())
 
 
@@ -191,12 +192,7 @@ def _check_counts(op, what, defs, values, segments) -> None:
 def _check_type_rule(op: Operation) -> None:
     if type(op).infer is Operation.infer:
         return  # no rule declared: the result types are taken as given
-    try:
-        inferred = op.infer()
-    except PirError:
-        raise
-    except (ValueError, TypeError, IndexError, KeyError) as e:
-        raise PirError(f"type rule failed: {e}") from None
+    inferred = op.run_type_rule()
     if len(inferred) != len(op.results):
         raise PirError(f"the type rule gives {len(inferred)} results, the op has {len(op.results)}")
     for k, (r, t) in enumerate(zip(op.results, inferred)):

@@ -54,6 +54,15 @@ class PassManager:
     log: TextIO | None = None  # None: sys.stderr at the time of printing
     timings: list[PassTiming] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        names = {p.name for p in self.passes}
+        for what, wanted in (("--print-ir-before", self.print_before),
+                             ("--print-ir-after", self.print_after)):
+            unknown = sorted(set(wanted) - names - {"*"})
+            if unknown:
+                raise PirError(f"{what}: no pass named {', '.join(unknown)} in the pipeline "
+                               f"({', '.join(p.name for p in self.passes) or 'empty'})")
+
     def run(self, module: ModuleOp) -> ModuleOp:
         # Passes allocate many small objects that stay alive (the IR is a web of ops, values
         # and uses), so the cyclic collector's scans find nothing but cost a third of the
@@ -68,7 +77,11 @@ class PassManager:
 
     def _run(self, module: ModuleOp) -> ModuleOp:
         if self.dump_dir:
-            os.makedirs(self.dump_dir, exist_ok=True)
+            try:
+                os.makedirs(self.dump_dir, exist_ok=True)
+            except OSError as e:
+                raise PirError(f"cannot create the dump directory: {e.strerror}",
+                               file=self.dump_dir) from None
             self._dump(module, 0, "input", "(the input, before any pass)")
         for i, p in enumerate(self.passes, 1):
             if self._wants(self.print_before, p):
@@ -106,9 +119,12 @@ class PassManager:
 
     def _dump(self, module: ModuleOp, index: int, name: str, pipeline: str) -> None:
         path = os.path.join(self.dump_dir, f"{index:02d}-{name}.pir")
-        with open(path, "wb") as f:
-            f.write(f"// pir-pipeline: {pipeline}\n".encode())
-            write_module(module, f)
+        try:
+            with open(path, "wb") as f:
+                f.write(f"// pir-pipeline: {pipeline}\n".encode())
+                write_module(module, f)
+        except OSError as e:
+            raise PirError(f"cannot write: {e.strerror}", file=path) from None
 
     def timing_table(self) -> str:
         total = sum(t.seconds for t in self.timings) or 1e-12

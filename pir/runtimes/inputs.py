@@ -6,7 +6,7 @@ import zipfile
 
 import numpy as np
 
-from pir.errors import PirError
+from pir.errors import PirError, UsageError
 from pir.ir.dialects.func import FuncOp
 from pir.ir.types import DType, TensorType
 
@@ -31,7 +31,7 @@ def load_inputs(npz: str | None, pairs: tuple[str, ...]) -> dict[str, np.ndarray
     for pair in pairs:
         name, sep, path = pair.partition("=")
         if not sep or not name:
-            raise PirError(f"--input expects NAME=FILE.npy, got '{pair}'")
+            raise UsageError(f"--input expects NAME=FILE.npy, got '{pair}'")
         arr = _load_array(path)
         if not isinstance(arr, np.ndarray):
             raise PirError("expected a single .npy array", file=path)
@@ -44,7 +44,7 @@ def parse_dims(pairs: tuple[str, ...]) -> dict[str, int]:
     for pair in pairs:
         name, sep, value = pair.partition("=")
         if not sep or not value.isdigit():
-            raise PirError(f"--dim expects SYMBOL=SIZE, got '{pair}'")
+            raise UsageError(f"--dim expects SYMBOL=SIZE, got '{pair}'")
         dims[name] = int(value)
     return dims
 

@@ -154,7 +154,9 @@ def test_attention(name, shapes, attrs):
     sym = SYMBOLIC if "symbolic" in name else None
     # (ONNX's shape inference gives qk's key dim 0 when the key length is symbolic)
     outputs = ("y", "pk", "pv") if sym else ("y", "pk", "pv", "qk")
-    decomposed("Attention", feeds, outputs=outputs, shapes=sym, opset=23, **attrs)
+    # sliding windows came with Attention-25
+    opset = 25 if {"left_window_size", "right_window_size"} & set(attrs) else 23
+    decomposed("Attention", feeds, outputs=outputs, shapes=sym, opset=opset, **attrs)
 
 
 def test_attention_masks_and_past():
@@ -176,7 +178,7 @@ def test_attention_external_cache():
     """nonpad_kv_seqlen masks each batch's padding and offsets its causal frontier."""
     feeds = {"q": normal(2, 2, 3, 4), "k": normal(2, 2, 6, 4, seed=1),
              "v": normal(2, 2, 6, 4, seed=2)}
-    model = node_model("Attention", feeds, ["y"], opset=23,
+    model = node_model("Attention", feeds, ["y"], opset=24,  # nonpad_kv_seqlen: Attention-24
                        initializers={"n": np.array([4, 6], np.int64)}, is_causal=1)
     model.graph.node[0].input[:] = ["q", "k", "v", "", "", "", "n"]  # the 7th input
     out = check_pipeline(import_model(model), feeds, "decompose")

@@ -184,7 +184,7 @@ class NodeContext:
 
     def _merge_types(self, op: Operation, outputs: list[int] | None) -> list[Type]:
         try:
-            inferred = op.infer()
+            inferred = op.run_type_rule()
         except PirError as e:
             inferred = None
             why = e.message

@@ -55,11 +55,14 @@ for _name, _dt in (("FLOAT4E2M1", DType.F4E2M1FN), ("FLOAT8E8M0", DType.F8E8M0FN
         _ELEM_TYPES[getattr(onnx.TensorProto, _name)] = _dt
 
 
-def dtype_from_onnx(elem_type: int) -> DType:
+def dtype_from_onnx(elem_type) -> DType:
     try:
         return _ELEM_TYPES[elem_type]
-    except KeyError:
-        name = onnx.TensorProto.DataType.Name(elem_type) if elem_type else "UNDEFINED"
+    except (KeyError, TypeError):
+        try:
+            name = onnx.TensorProto.DataType.Name(elem_type) if elem_type else "UNDEFINED"
+        except (ValueError, TypeError):
+            name = repr(elem_type)  # not an ONNX element type code at all
         raise PirError(f"unsupported ONNX element type {name}") from None
 
 
@@ -152,6 +155,7 @@ class ModelImporter:
                 dom = "" if node.domain in DEFAULT_DOMAINS else node.domain
                 if (dom, node.op_type) not in CONVERTERS:
                     missing.setdefault((dom, node.op_type), []).append(node.name or f"#{i}")
+        self._check_against_schemas()
         if missing:
             parts = []
             for (dom, op), names in sorted(missing.items()):
@@ -160,6 +164,34 @@ class ModelImporter:
                 parts.append(f"{dom + '::' if dom else ''}{op} (opset {version}; "
                              f"{len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
             raise PirError(f"unsupported ONNX ops: {'; '.join(parts)}", file=self.filename)
+
+    def _check_against_schemas(self) -> None:
+        """Attributes and inputs that ONNX does not define for a node's op at the model's
+        opset are errors: ignoring them would compute something else than the model says
+        (ReduceSum-18 takes its axes as an input; an `axes` attribute means nothing)."""
+        problems = []
+        for g in _walk_graphs(self.model.graph):
+            for i, node in enumerate(g.node):
+                if node.domain not in DEFAULT_DOMAINS:
+                    continue
+                try:
+                    schema = onnx.defs.get_schema(node.op_type, self.opsets.get("", 1), "")
+                except onnx.defs.SchemaError:
+                    continue  # unknown ops are reported by the caller
+                where = f"{node.op_type} '{node.name or '#' + str(i)}'"
+                extra = sorted({a.name for a in node.attribute} - set(schema.attributes))
+                if extra:
+                    problems.append(f"{where} has attributes ONNX does not define for "
+                                    f"{node.op_type}-{schema.since_version}: {', '.join(extra)}")
+                if len(node.input) > schema.max_input:
+                    problems.append(f"{where} has {len(node.input)} inputs, "
+                                    f"{node.op_type}-{schema.since_version} takes at most "
+                                    f"{schema.max_input}")
+        if problems:
+            shown = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more"
+                                               if len(problems) > 8 else "")
+            raise PirError(f"the model does not follow the ONNX spec: {shown}",
+                           file=self.filename)
 
     def _check_ancient_opset(self, ver: int) -> None:
         """Opsets before 7 are accepted only when every op in the model is defined there
@@ -396,5 +428,10 @@ def import_model(model: onnx.ModelProto | str, filename: str | None = None) -> M
         base_dir = os.path.dirname(os.path.abspath(model))
         model = load_model(model)
     module = ModelImporter(model, filename or "<model>", base_dir).run()
-    verify_module(module)
+    try:
+        verify_module(module)
+    except PirError as e:
+        if e.file is None:  # name the model the bad op came from
+            e.file = filename or "<model>"
+        raise
     return module

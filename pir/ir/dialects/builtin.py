@@ -42,6 +42,17 @@ class ModuleOp(Operation):
     def funcs(self) -> list[Operation]:
         return list(self.body.block.ops)
 
+    def verify_(self) -> None:
+        from pir.ir.dialects.func import FuncOp
+
+        seen: set[str] = set()
+        for op in self.body.block.ops:
+            if not isinstance(op, FuncOp):
+                raise PirError(f"a module holds functions only, not {op.name}")
+            if op.sym_name in seen:
+                raise PirError(f"function @{op.sym_name} is defined twice")
+            seen.add(op.sym_name)
+
     def lookup(self, name: str) -> Operation | None:
         for op in self.body.block.ops:
             if op.attributes.get("sym_name") == name:

@@ -79,3 +79,17 @@ class CallOp(Operation):
     callee = attr(SYMBOL)
     args = operand(variadic=True)
     outs = result(variadic=True)
+
+    def verify_(self) -> None:
+        from pir.ir.dialects.builtin import enclosing_module
+
+        module = enclosing_module(self)
+        if module is None:
+            return
+        fn = module.lookup(self.callee.name)
+        if not isinstance(fn, FuncOp):
+            raise PirError(f"calls @{self.callee.name}, which the module does not define")
+        ft = fn.function_type
+        got = FunctionType(tuple(v.type for v in self.operands), tuple(r.type for r in self.results))
+        if got != ft:
+            raise PirError(f"calls @{self.callee.name} as {got}, but it is {ft}")

@@ -117,6 +117,16 @@ class Decompose(Pass):
     ops: tuple[str, ...] = field(default=(), metadata={"doc": "decompose only these ops (default: all)"})
     explain: bool = field(default=False, metadata={"doc": "print the ops that stay, and why"})
 
+    def __post_init__(self) -> None:
+        from pir.ir.core import OPS
+        from pir.ir.dialects import load_dialects
+
+        load_dialects()
+        unknown = [o for o in self.ops if o not in OPS and f"nn.{o}" not in OPS]
+        if unknown:
+            raise PirError(f"decompose: ops= names no nn op: {', '.join(unknown)} "
+                           "(docs/nn.md lists them)")
+
     def apply(self, module: ModuleOp) -> bool:
         load_rules()
         pattern = _RulePattern(frozenset(self.ops) if self.ops else None, self.explain)

@@ -81,6 +81,10 @@ def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
     return out
 
 
+#: Programs are dataflow graphs; a deeper call chain is a recursive function.
+_MAX_CALL_DEPTH = 64
+
+
 class Interpreter:
     """Runs functions of a module.  ``values`` maps every computed value to its array."""
 
@@ -90,6 +94,7 @@ class Interpreter:
         self.keep_values = keep_values
         self.values: dict[Value, np.ndarray] = {}
         self.symbols: dict[str, int] = {}
+        self.depth = 0
 
     def check(self, v: Value, arr: np.ndarray, what: str) -> None:
         t = v.type
@@ -130,11 +135,17 @@ class Interpreter:
             self.check(a, arr, f"input '{a.name}'")
             arrays.append(arr)
         outs = self.call(fn, arrays)
-        ret = fn.return_op
-        return {(v.name or f"output{i}"): arr for i, (v, arr) in enumerate(zip(ret.operands, outs))}
+        return dict(zip(output_names(fn), outs))
 
     def call(self, fn: FuncOp, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        return self.run_block(fn.entry, arrays)
+        self.depth += 1
+        try:
+            if self.depth > _MAX_CALL_DEPTH:
+                raise PirError(f"calls nest deeper than {_MAX_CALL_DEPTH} (at @{fn.sym_name}): "
+                               "is a function calling itself?")
+            return self.run_block(fn.entry, arrays)
+        finally:
+            self.depth -= 1
 
     def run_block(self, block: Block, args: list[np.ndarray]) -> list[np.ndarray]:
         """Run a block on its argument arrays; return the terminator's operand arrays."""
@@ -170,6 +181,19 @@ class Interpreter:
         for r, arr in zip(op.results, out):
             self.check(r, arr, f"result %{r.name} of {_where(op)}")
             values[r] = arr
+
+
+def output_names(fn: FuncOp) -> list[str]:
+    """The names of ``fn``'s outputs (the returned values' names), made unique as the
+    printer makes them: a value returned twice gets ``name_1``; an unnamed one ``output<i>``."""
+    names: list[str] = []
+    for i, v in enumerate(fn.return_op.operands):
+        base = v.name or f"output{i}"
+        name, k = base, 1
+        while name in names:
+            name, k = f"{base}_{k}", k + 1
+        names.append(name)
+    return names
 
 
 def run_function(module: ModuleOp, inputs: Mapping[str, np.ndarray], func: str = "main",
