@@ -26,9 +26,16 @@ from pir.cli.common import AtomicOutput, read_module, run_command
 @click.option("--rtol", default=1e-4, show_default=True, help="Relative tolerance of --check.")
 @click.option("--atol", default=1e-5, show_default=True, help="Absolute tolerance of --check.")
 @click.option("--func", default="main", show_default=True, help="The function to run.")
+@click.option("--runtime", type=click.Choice(["reference", "tvm"]),
+              help="reference (numpy) or tvm (compiled kernel.tvm ops); default: tvm when "
+                   "the program holds kernels, else reference.")
+@click.option("--repeat", type=click.IntRange(min=1), metavar="N",
+              help="Run N times and print the median latency (stderr).")
 @run_command
-def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, rtol, atol, func):
-    """Run PROGRAM on the reference runtime (numpy).
+def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, rtol, atol, func,
+            runtime, repeat):
+    """Run PROGRAM on the reference runtime (numpy), or on the tvm runtime when it holds
+    kernels made by `pir codegen` (kernels cached in $PIR_CACHE_DIR or ~/.cache/pir).
 
     Inputs come from --inputs/--input; with --check and no inputs, seeded random ones are
     made up from the signature.  Without -o, prints a summary of each output.  With --check,
@@ -40,11 +47,12 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
       pir run m.pir --inputs in.npz -o out.npz
       pir run m.pir --input x=x.npy
       pir run m.pir --check model.onnx
+      pir run k.pir --inputs in.npz --runtime tvm --repeat 20
     """
     from pir.errors import PirError
     from pir.ir.dialects.func import FuncOp
     from pir.runtimes.inputs import load_inputs, parse_dims, random_inputs
-    from pir.runtimes.reference.interpreter import Interpreter
+    from pir.runtimes.select import make_interpreter
 
     module = read_module(program)
     fn = module.lookup(func)
@@ -57,9 +65,12 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
             raise PirError(f"no inputs given: @{func} takes {names} (use --inputs or --input)")
         feeds = random_inputs(fn, seed, parse_dims(dims))
     if check_model:
-        _check(module, check_model, feeds, rtol, atol, func)
+        _check(module, check_model, feeds, rtol, atol, func, runtime)
         return
-    outputs = Interpreter(module).run(fn, feeds)
+    interp = make_interpreter(module, runtime)
+    outputs = interp.run(fn, feeds)
+    if repeat:
+        _time(module, interp, fn, feeds, repeat)
     if output:
         with AtomicOutput(output) as f:
             np.savez(f, **outputs)
@@ -78,12 +89,27 @@ def _summarize(outputs: dict[str, np.ndarray]) -> None:
         click.echo(f"{head}\n  [{', '.join(str(x) for x in flat)}{more}]")
 
 
-def _check(module, model_path, feeds, rtol, atol, func) -> None:
+def _time(module, interp, fn, feeds, repeat: int) -> None:
+    import time
+
+    times = []
+    for _ in range(repeat):
+        interp.values.clear()
+        interp.symbols.clear()
+        t0 = time.perf_counter()
+        interp.run(fn, feeds)
+        times.append(time.perf_counter() - t0)
+    median = float(np.median(times)) * 1e3
+    click.echo(f"latency: median {median:.3f} ms over {repeat} runs "
+               f"({type(interp).__name__})", err=True)
+
+
+def _check(module, model_path, feeds, rtol, atol, func, runtime=None) -> None:
     from pir.frontends.onnx.importer import load_model
     from pir.runtimes.ort import check_against_onnx
 
     model = load_model(model_path)
-    report = check_against_onnx(module, model, feeds, rtol, atol, func)
+    report = check_against_onnx(module, model, feeds, rtol, atol, func, runtime)
     width = max([len(o.name) for o in report.outputs] + [6])
     click.echo(f"{'output':<{width}}  {'max abs err':>12}  {'max rel err':>12}  result")
     for o in report.outputs:

@@ -113,7 +113,7 @@ def test_a_rule_for_an_unknown_op_is_reported(monkeypatch):
 
 @pytest.mark.parametrize("args, message", [
     (["--require", "vjpp"], "unknown table 'vjpp' (tables: evaluate, decompose)"),
-    (["--dialect", "onnx"], "unknown dialect 'onnx' (dialects: builtin, func, fusion, nn, prim)"),
+    (["--dialect", "onnx"], "unknown dialect 'onnx' (dialects: builtin, func, fusion, kernel, nn, prim)"),
 ])
 def test_usage_errors(args, message):
     code, _, err = pir("ops", *args)

@@ -6,5 +6,6 @@ def load_dialects() -> None:
     import pir.ir.dialects.builtin  # noqa: F401
     import pir.ir.dialects.func  # noqa: F401
     import pir.ir.dialects.fusion  # noqa: F401
+    import pir.ir.dialects.kernel  # noqa: F401
     import pir.ir.dialects.nn  # noqa: F401
     import pir.ir.dialects.prim  # noqa: F401

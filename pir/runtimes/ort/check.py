@@ -89,14 +89,16 @@ def _close(got, want, rtol, atol) -> bool:
 
 
 def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
-                       rtol: float = 1e-4, atol: float = 1e-5, func: str = "main") -> CheckReport:
-    """Run ``module`` and ``model`` on ``feeds`` and compare every output."""
-    from pir.runtimes.reference.interpreter import Interpreter
+                       rtol: float = 1e-4, atol: float = 1e-5, func: str = "main",
+                       runtime: str | None = None) -> CheckReport:
+    """Run ``module`` (on ``runtime``, see pir.runtimes.select) and ``model`` on ``feeds``
+    and compare every output."""
+    from pir.runtimes.select import make_interpreter
 
     fn = module.lookup(func)
     if not isinstance(fn, FuncOp):
         raise PirError(f"the module has no function @{func}")
-    interp = Interpreter(module)
+    interp = make_interpreter(module, runtime)
     ours = interp.run(fn, feeds)
     theirs = run_onnxruntime(model, feeds)
     report = CheckReport()

@@ -1,0 +1,171 @@
+"""``pir codegen --target llvm``: turn every ``fusion.group`` that TVM can lower into a
+``kernel.tvm`` op holding its scheduled TIR (TVMScript) source.
+
+Groups the lowering does not support (argmax, sort, scatter, random... or an element type TVM
+has no CPU arithmetic for) stay ``fusion.group``; the tvm runtime runs them, like every
+other op outside a kernel, with the reference rules.  Groups that compute the same thing (the
+same ops, attributes, types and wiring, whatever their value names) share one symbol and one
+source, so they are compiled once.  Nothing is built here: the tvm runtime builds all kernels
+of a program as one module (cached, see :mod:`pir.runtimes.tvm`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import keyword
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pir.errors import PirError
+from pir.ir.core import Block
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
+from pir.ir.dialects.fusion import GroupOp
+from pir.ir.dialects.kernel import TvmKernelOp
+
+__all__ = ["CodegenReport", "codegen_module", "mangle", "group_key", "has_groups", "TARGETS"]
+
+TARGETS = ("llvm",)
+
+# Names a kernel symbol must not take: it would clash with C keywords or with the C
+# library and libm functions the compiled module links against.
+_RESERVED = frozenset(keyword.kwlist) | frozenset("""
+    auto break case char const continue default do double else enum extern float for goto if
+    inline int long register restrict return short signed sizeof static struct switch typedef
+    union unsigned void volatile while main abs exp exp2 expf log log2 logf log10 log1p pow
+    powf sqrt sqrtf rsqrt sin cos tan tanh tanhf sinh cosh asin acos atan atan2 erf erff floor
+    ceil round trunc fabs fmax fmin fmod memcpy memset malloc free printf abort exit
+    default_function""".split())
+
+
+def mangle(name: str | None, default: str = "kernel") -> str:
+    """A legal C identifier from a value name: ``gpu_0/data_0`` -> ``gpu_0_data_0``."""
+    base = re.sub(r"\W", "_", name or "", flags=re.ASCII) or default
+    if base[0].isdigit():
+        base = "k_" + base
+    if base.startswith("__"):
+        base = "k" + base  # reserved for the C implementation (and TVM's own symbols)
+    if base in _RESERVED:
+        base += "_k"
+    return base
+
+
+def _attr_text(v) -> str:
+    if isinstance(v, np.ndarray):
+        return f"{v.dtype}{v.shape}:{hashlib.sha256(v.tobytes()).hexdigest()}"
+    return repr(v)
+
+
+def group_key(block: Block) -> str:
+    """What a group computes, without its value names or locations: two groups with the same
+    key compile to the same kernel."""
+    index = {a: f"a{i}" for i, a in enumerate(block.args)}
+    parts = ["(" + ", ".join(str(a.type) for a in block.args) + ")"]
+    for k, op in enumerate(block.ops):
+        for j, r in enumerate(op.results):
+            index[r] = f"v{k}.{j}"
+        attrs = dict(op.attributes)
+        if isinstance(op, ConstantOp):
+            attrs = {"value": np.asarray(constant_value(op))}
+        args = ", ".join(index.get(v, "?") for v in op.operands)
+        attr_text = ", ".join(f"{key}={_attr_text(attrs[key])}" for key in sorted(attrs))
+        types = ", ".join(str(r.type) for r in op.results)
+        parts.append(f"{op.name}({args}) {{{attr_text}}} -> ({types})")
+    return "\n".join(parts)
+
+
+@dataclass
+class CodegenReport:
+    """What codegen did: kernels made, sources compiled, and the groups left alone."""
+
+    kernels: int = 0
+    sources: int = 0
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (group name, reason)
+
+    def lines(self) -> list[str]:
+        out = [f"codegen: {self.kernels} fusion groups -> kernel.tvm ({self.sources} distinct "
+               f"kernels), {len(self.kept)} left as fusion.group"]
+        out += [f"  kept %{name}: {reason}" for name, reason in self.kept]
+        return out
+
+
+def _dims(t) -> set[str]:
+    shape = getattr(t, "shape", None) or ()
+    return {d for d in shape if isinstance(d, str)}
+
+
+def _check_dims(block: Block) -> None:
+    """A kernel learns its symbolic dims from its input shapes: a value whose dim no input
+    shows (a reshape of BxS to Nx1) has a size only known after running the region."""
+    known = set().union(*(_dims(a.type) for a in block.args)) if block.args else set()
+    for op in block.ops:
+        for r in op.results:
+            extra = sorted(_dims(r.type) - known)
+            if extra:
+                raise PirError(f"dim '{extra[0]}' of %{r.name} is not a dim of any input, so "
+                               "the kernel cannot size it")
+
+
+def _lower(block: Block, symbol: str) -> str:
+    from pir.codegen.tvm.lower import lower_block
+    from pir.codegen.tvm.schedule import schedule_cpu
+
+    _check_dims(block)
+    return schedule_cpu(lower_block(block, symbol)).script()
+
+
+def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
+    """Replace each lowerable fusion.group of ``module`` by a kernel.tvm op (in place)."""
+    if target not in TARGETS:
+        raise PirError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
+    report = CodegenReport()
+    used: set[str] = {op.symbol for op in module.walk() if isinstance(op, TvmKernelOp)}
+    made: dict[str, tuple[str, str]] = {}  # group key -> (symbol, source)
+    failed: dict[str, str] = {}  # group key -> reason
+    for group in [op for op in module.walk() if isinstance(op, GroupOp)]:
+        first = group.results[0].name if group.results else None
+        key = group_key(group.body.block)
+        if key in failed:
+            report.kept.append((first or "?", failed[key]))
+            continue
+        if key not in made:
+            symbol, k = mangle(first), 1
+            while symbol in used:
+                symbol, k = f"{mangle(first)}_{k}", k + 1
+            try:
+                source = _lower(group.body.block, symbol)
+            except Exception as e:  # noqa: BLE001 - any lowering failure keeps the group
+                reason = e.message if isinstance(e, PirError) else (
+                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+                failed[key] = reason
+                report.kept.append((first or "?", reason))
+                continue
+            used.add(symbol)
+            made[key] = (symbol, source)
+            report.sources += 1
+        symbol, source = made[key]
+        _replace(group, symbol, source, target, first)
+        report.kernels += 1
+    return report
+
+
+def _replace(group: GroupOp, symbol: str, source: str, target: str, name: str | None) -> None:
+    attrs = {"kind": group.kind, "symbol": symbol, "source": source, "target": target}
+    if name is not None:
+        attrs["pir.name"] = name
+    region = group.regions[0]
+    group.regions = []
+    region.parent = None
+    kernel = TvmKernelOp(list(group.operands), [r.type for r in group.results], attrs,
+                         [region], loc=group.loc, result_names=[r.name for r in group.results])
+    block = group.parent
+    block.insert(block.index(group), kernel)
+    for old, new in zip(group.results, kernel.results):
+        old.replace_all_uses_with(new)
+    block.remove(group)
+
+
+def has_groups(module: ModuleOp) -> bool:
+    return any(isinstance(op, (GroupOp, TvmKernelOp)) for op in module.walk())
+

@@ -1,0 +1,30 @@
+"""Choosing a runtime for a program: ``reference`` (numpy) or ``tvm`` (compiled kernels)."""
+
+from __future__ import annotations
+
+from pir.errors import PirError
+
+__all__ = ["RUNTIMES", "default_runtime", "make_interpreter"]
+
+RUNTIMES = ("reference", "tvm")
+
+
+def default_runtime(module) -> str:
+    """``tvm`` when the program holds compiled kernels (``kernel.tvm``), else ``reference``."""
+    return "tvm" if any(op.name == "kernel.tvm" for op in module.walk()) else "reference"
+
+
+def make_interpreter(module, runtime: str | None = None, keep_values: bool = False):
+    """An interpreter of ``module`` for ``runtime`` (None: :func:`default_runtime`)."""
+    runtime = runtime or default_runtime(module)
+    if runtime == "reference":
+        from pir.runtimes.reference.interpreter import Interpreter
+
+        return Interpreter(module, keep_values)
+    if runtime == "tvm":
+        try:
+            from pir.runtimes.tvm import TvmInterpreter
+        except ImportError as e:
+            raise PirError(f"the tvm runtime needs TVM, which cannot be imported: {e}") from None
+        return TvmInterpreter(module, keep_values)
+    raise PirError(f"unknown runtime '{runtime}' (runtimes: {', '.join(RUNTIMES)})")

@@ -1,0 +1,207 @@
+"""Compile every kernel of a program as ONE TVM module, cache it, and run the program.
+
+The kernels' TIR sources (``kernel.tvm`` ``source`` attributes) are parsed back
+(``tvm.script.from_source``), merged into one IRModule and built for this machine's CPU.  The
+shared library goes to a content-addressed cache, ``$PIR_CACHE_DIR`` or ``~/.cache/pir``:
+``tvm/<sha256 of the target and every symbol and source>.so``; a later run of a program with
+the same kernels loads it (``tvm.runtime.load_module``) instead of compiling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+import pir.codegen.tvm.build as _build  # noqa: F401  (sizes TVM's thread pool first)
+import tvm
+
+from pir.codegen.tvm.build import host_target
+from pir.codegen.tvm.lower import tvm_dtype
+from pir.errors import PirError
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
+from pir.ir.dialects.kernel import TvmKernelOp
+from pir.ir.types import TensorType
+from pir.runtimes.reference.interpreter import Interpreter
+
+__all__ = ["CompiledProgram", "TvmInterpreter", "cache_dir", "compile_program", "stats"]
+
+#: Counters, for tests and ``--repeat`` reports: programs compiled, and loaded from the cache.
+stats = {"compiled": 0, "cache_hits": 0}
+
+# built programs of this process, by cache key (a second Interpreter skips even the load)
+_LOADED: dict[str, "CompiledProgram"] = {}
+
+
+def cache_dir() -> pathlib.Path:
+    """Where compiled programs are kept: ``$PIR_CACHE_DIR``, else ``~/.cache/pir``."""
+    root = os.environ.get("PIR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                            "pir")
+    return pathlib.Path(root) / "tvm"
+
+
+@dataclass
+class _Kernel:
+    fn: object
+    params: list  # tvm tensors of the region's non-splat constants
+
+
+class CompiledProgram:
+    """The built module of a program's kernels, and how to call each kernel op."""
+
+    def __init__(self, module: tvm.runtime.Module, key: str, path: pathlib.Path | None,
+                 from_cache: bool):
+        self.module = module
+        self.key = key
+        self.path = path
+        self.from_cache = from_cache
+        self.device = tvm.cpu()
+        self._kernels: dict[str, _Kernel] = {}
+
+    def kernel(self, op: TvmKernelOp) -> _Kernel:
+        k = self._kernels.get(op.symbol)
+        if k is None:
+            k = _Kernel(self.module[op.symbol], [tvm.runtime.tensor(a, self.device)
+                                                 for a in _params(op)])
+            self._kernels[op.symbol] = k
+        return k
+
+    def run(self, op: TvmKernelOp, arrays: list[np.ndarray],
+            symbols: dict[str, int]) -> list[np.ndarray]:
+        k = self.kernel(op)
+        sizes = dict(symbols)
+        for a, arr in zip(op.body.block.args, arrays):
+            t = a.type
+            if isinstance(t, TensorType) and t.shape is not None:
+                for d, n in zip(t.shape, np.shape(arr)):
+                    if isinstance(d, str):
+                        sizes.setdefault(d, n)
+        ins = [tvm.runtime.tensor(_contiguous(a), self.device) for a in arrays]
+        outs = []
+        for r in op.results:
+            t = r.type
+            try:
+                shape = tuple(sizes[d] if isinstance(d, str) else d for d in t.shape)
+            except KeyError as e:
+                raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
+            outs.append(tvm.runtime.empty(shape, tvm_dtype(t.dtype), self.device))
+        k.fn(*ins, *k.params, *outs)
+        return [o.numpy() for o in outs]
+
+
+def _contiguous(a) -> np.ndarray:
+    """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
+    a = np.asarray(a)
+    return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
+def _params(op: TvmKernelOp) -> list[np.ndarray]:
+    """The region's constants that the lowering made kernel parameters (the non-splat ones,
+    in region order; see pir.codegen.tvm.lower._constant)."""
+    out = []
+    for c in op.body.block.ops:
+        if isinstance(c, ConstantOp):
+            arr = np.asarray(constant_value(c))
+            flat = arr.reshape(-1)
+            if not (flat.size > 0 and (flat == flat[0]).all()):
+                out.append(_contiguous(arr))
+    return out
+
+
+def kernel_sources(module: ModuleOp) -> dict[str, str]:
+    """symbol -> TIR source of every kernel.tvm op (a shared symbol must share its source)."""
+    sources: dict[str, str] = {}
+    for op in module.walk():
+        if isinstance(op, TvmKernelOp):
+            if op.target != "llvm":
+                raise PirError(f"kernel {op.symbol}: target '{op.target}' is not supported by "
+                               "the tvm runtime (llvm only)")
+            if sources.setdefault(op.symbol, op.source) != op.source:
+                raise PirError(f"two kernels named {op.symbol} have different sources")
+    return sources
+
+
+def compile_program(module: ModuleOp, target=None, use_cache: bool = True) -> CompiledProgram:
+    """Build (or load from the cache) one TVM module holding every kernel of ``module``."""
+    target = target or host_target()
+    sources = kernel_sources(module)
+    h = hashlib.sha256(str(target).encode())
+    for sym in sorted(sources):
+        h.update(b"\0" + sym.encode() + b"\0" + sources[sym].encode())
+    key = h.hexdigest()
+    if key in _LOADED:
+        return _LOADED[key]
+    path = cache_dir() / f"{key}.so"
+    if use_cache and path.exists():
+        lib = tvm.runtime.load_module(str(path))
+        stats["cache_hits"] += 1
+        prog = CompiledProgram(lib, key, path, True)
+    else:
+        lib = _build_sources(sources, target)
+        stats["compiled"] += 1
+        if use_cache and lib is not None:
+            _export(lib, path)
+        prog = CompiledProgram(lib, key, path if use_cache else None, False)
+    _LOADED[key] = prog
+    return prog
+
+
+def _build_sources(sources: dict[str, str], target) -> tvm.runtime.Module:
+    merged = tvm.IRModule({})
+    for sym, src in sources.items():
+        try:
+            mod = tvm.script.from_source(src)
+        except Exception as e:  # noqa: BLE001 - TVM's parser raises many kinds
+            raise PirError(f"kernel {sym}: cannot parse its TIR source: "
+                           f"{str(e).strip().splitlines()[-1] if str(e).strip() else e}") from None
+        funcs = list(mod.functions.items())
+        if len(funcs) != 1 or funcs[0][0].name_hint != sym:
+            raise PirError(f"kernel {sym}: the source must hold one function named {sym}")
+        merged[sym] = funcs[0][1]
+    if not sources:
+        return None  # no kernels: nothing to build, every op runs on the reference rules
+    return tvm.tirx.build(merged, target=target)
+
+
+def _export(lib, path: pathlib.Path) -> None:
+    """Write the shared library under a temporary name, then rename it into place, so a
+    concurrent run never loads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".so", dir=path.parent)
+    os.close(fd)
+    try:
+        lib.export_library(tmp)
+        os.replace(tmp, path)
+    except Exception:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class TvmInterpreter(Interpreter):
+    """The reference interpreter, with kernel.tvm ops run by their compiled code."""
+
+    def __init__(self, module: ModuleOp | None, keep_values: bool = False, target=None,
+                 use_cache: bool = True):
+        super().__init__(module, keep_values)
+        self.program = compile_program(module, target, use_cache) if module is not None else None
+
+    def exec(self, op) -> None:
+        if not isinstance(op, TvmKernelOp) or self.program is None or self.program.module is None:
+            return super().exec(op)
+        values = self.values
+        arrays = [values[v] for v in op.operands]
+        try:
+            out = self.program.run(op, arrays, self.symbols)
+        except PirError as e:
+            raise PirError(f"{op.describe()}: {e.message}") from None
+        except Exception as e:  # noqa: BLE001 - TVM's runtime errors
+            raise PirError(f"{op.describe()}: kernel {op.symbol} failed: "
+                           f"{str(e).strip().splitlines()[-1]}") from None
+        for r, arr in zip(op.results, out):
+            self.check(r, arr, f"result %{r.name} of {op.describe()}")
+            values[r] = arr
