@@ -23,21 +23,10 @@ def import_cmd(model: str, output: str | None) -> None:
     Example:
       pir import mlp.onnx -o mlp.pir
     """
-    from pir.errors import PirError
-    from pir.frontends.onnx.importer import import_model, load_model
+    from pir.frontends.onnx.importer import import_model, load_model_bytes
 
     if model == "-":
-        import onnx
-
-        data = read_bytes("-")
-        proto = onnx.ModelProto()
-        try:
-            proto.ParseFromString(data)
-        except Exception as e:
-            raise PirError(f"not a valid ONNX model (the protobuf does not parse: {e})",
-                           file="<stdin>") from None
-        module = import_model(proto, filename="<stdin>")
+        module = import_model(load_model_bytes(read_bytes("-"), "<stdin>"), filename="<stdin>")
     else:
-        load_model(model)  # a clear error for a missing or malformed file before anything else
         module = import_model(model)
     write_module_to(module, output)

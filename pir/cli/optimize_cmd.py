@@ -37,15 +37,11 @@ def optimize_cmd(input, output, pipeline, level, no_verify_each, print_ir_after_
       pir optimize m.pir -p 'decompose{ops=softmax,layer_norm},canonicalize,cse,dce' -o o.pir
       pir optimize m.pir -O1 --dump-dir stages --timing -o o.pir
     """
-    from pir.errors import UsageError
     from pir.ir.verifier import verify_module
     from pir.passes.manager import PassManager
-    from pir.passes.pipeline import DEFAULT_PIPELINE, PRESETS, parse_pipeline
+    from pir.passes.pipeline import parse_pipeline, resolve_pipeline
 
-    if pipeline is not None and level is not None:
-        raise UsageError("give either -p or -O, not both")
-    text = pipeline if pipeline is not None else PRESETS[level] if level else DEFAULT_PIPELINE
-    passes = parse_pipeline(text)
+    passes = parse_pipeline(resolve_pipeline(pipeline, level))
     module = read_module(input)
     pm = PassManager(passes, verify_each=not no_verify_each,
                      print_before=set(print_ir_before),

@@ -21,8 +21,10 @@ def verify_cmd(input: str, output: str | None) -> None:
     Example:
       pir verify m.pir -o again.pir && cmp m.pir again.pir
     """
+    from pir.passes.manager import count_ops
+
     module = read_module(input)
     if output is not None:
         write_module_to(module, output)
-    n = sum(1 for fn in module.funcs for op in fn.walk() if op is not fn)
+    n = count_ops(module)
     click.echo(f"{input}: ok ({n} ops, {len(module.resources)} resources)", err=True)

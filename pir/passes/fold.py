@@ -6,14 +6,36 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from pir.ir.builder import Builder
-from pir.ir.core import Block
+from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.opdef import Pure
 from pir.passes.base import Pass
 from pir.passes.dce import drop_unused_resources, erase_dead_ops
 from pir.runtimes.reference.interpreter import fold_op
 
-__all__ = ["ConstantFolding"]
+__all__ = ["ConstantFolding", "fold_in_place"]
+
+
+def fold_in_place(module: ModuleOp, op: Operation, limit: int) -> list[Value] | None:
+    """If ``op`` is pure and all its operands are constants, evaluate it and replace it by
+    constants (each keeps its result's name, so diffs line up); return the new values, or
+    None when the op stays (not foldable, or a result larger than ``limit`` elements)."""
+    if isinstance(op, ConstantOp) or op.regions or Pure not in op.traits:
+        return None
+    if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
+        return None
+    arrays = fold_op(op, limit)
+    if arrays is None:
+        return None
+    builder = Builder(op.parent, before=op)
+    values = []
+    for r, arr in zip(op.results, arrays):
+        new = builder.insert(make_constant(module, arr, r.name or "folded", op.loc)).results[0]
+        r.replace_all_uses_with(new)
+        new.name = r.name
+        values.append(new)
+    op.erase()
+    return values
 
 
 def _fold_block(module: ModuleOp, block: Block, limit: int) -> int:
@@ -22,21 +44,7 @@ def _fold_block(module: ModuleOp, block: Block, limit: int) -> int:
         for region in op.regions:
             for inner in region.blocks:
                 folded += _fold_block(module, inner, limit)
-        if isinstance(op, ConstantOp) or op.regions or Pure not in op.traits:
-            continue
-        if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
-            continue
-        arrays = fold_op(op, limit)
-        if arrays is None:
-            continue
-        builder = Builder(block, before=op)
-        for r, arr in zip(op.results, arrays):
-            const = builder.insert(make_constant(module, arr, r.name or "folded", op.loc))
-            new = const.results[0]
-            r.replace_all_uses_with(new)
-            new.name = r.name  # the folded value keeps its name, so diffs line up
-        op.erase()
-        folded += 1
+        folded += fold_in_place(module, op, limit) is not None
     return folded
 
 

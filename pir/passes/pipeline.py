@@ -8,10 +8,10 @@ bare (``{explain}``).
 
 from __future__ import annotations
 
-from pir.errors import PirError
+from pir.errors import PirError, UsageError
 from pir.passes.base import Pass, get_pass_class
 
-__all__ = ["parse_pipeline", "format_pipeline", "DEFAULT_PIPELINE", "PRESETS"]
+__all__ = ["parse_pipeline", "format_pipeline", "resolve_pipeline", "DEFAULT_PIPELINE", "PRESETS"]
 
 #: The pipeline `pir optimize` runs without -p (documented in docs/passes.md).
 DEFAULT_PIPELINE = "decompose,canonicalize,fold,cse,dce,shapes"
@@ -65,6 +65,16 @@ def _parse_options(name: str, body: str, flags: set[str],
         else:
             current.append(tok)
     return {k: v[0] if len(v) == 1 else v for k, v in opts.items()}
+
+
+def resolve_pipeline(pipeline: str | None = None, level: str | None = None) -> str:
+    """The pipeline text for `pir optimize`: ``-p`` as given, else the ``-O`` preset, else
+    the default pipeline."""
+    if pipeline is not None and level is not None:
+        raise UsageError("give either -p or -O, not both")
+    if pipeline is not None:
+        return pipeline
+    return PRESETS[level] if level is not None else DEFAULT_PIPELINE
 
 
 def parse_pipeline(text: str) -> list[Pass]:

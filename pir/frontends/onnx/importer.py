@@ -26,10 +26,9 @@ from pir.ir.dialects import load_dialects
 from pir.ir.core import Block, BlockArgument, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.dialects.func import FuncOp, ReturnOp
-from pir.ir.opdef import Pure
 from pir.ir.types import DType, TensorType, is_symbol_name
 
-__all__ = ["import_model", "load_model", "MIN_OPSET", "MAX_OPSET"]
+__all__ = ["import_model", "load_model", "load_model_bytes", "MIN_OPSET", "MAX_OPSET"]
 
 MIN_OPSET = 7
 MAX_OPSET = onnx.defs.onnx_opset_version()
@@ -101,6 +100,11 @@ def load_model(path: str) -> onnx.ModelProto:
             data = f.read()
     except OSError as e:
         raise PirError(f"cannot read model: {e.strerror}", file=path) from None
+    return load_model_bytes(data, path)
+
+
+def load_model_bytes(data: bytes, path: str = "<stdin>") -> onnx.ModelProto:
+    """Parse a serialized ONNX model; ``path`` names it in errors."""
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
@@ -318,13 +322,12 @@ class ModelImporter:
 
     def _drop_unused_constants(self, fn: FuncOp) -> None:
         """Initializers no node reads, and constants that folding made dead, are removed."""
+        from pir.passes.dce import drop_unused_resources
+
         for op in [o for o in fn.walk() if isinstance(o, ConstantOp)]:
             if not op.results[0].uses:
                 op.erase()
-        used = {o.value.key for o in fn.walk() if isinstance(o, ConstantOp)
-                and not isinstance(o.value, np.ndarray) and hasattr(o.value, "key")}
-        for key in [k for k in self.module.resources if k not in used]:
-            del self.module.resources[key]
+        drop_unused_resources(self.module)
 
     def opset(self, domain: str) -> int:
         return self.opsets.get(domain, 1)
@@ -396,26 +399,16 @@ class GraphImporter:
         self._fold(start)
 
     def _fold(self, start: int) -> None:
-        """Evaluate new ops whose operands are all constants (shape arithmetic, mostly)."""
-        from pir.runtimes.reference.interpreter import fold_op
+        """Evaluate the node's new ops whose operands are all constants (shape arithmetic,
+        mostly), with the fold pass's own helper."""
+        from pir.passes.fold import fold_in_place
 
         for op in list(self.block.ops[start:]):
-            if isinstance(op, ConstantOp) or op.regions or not op.has_trait(Pure):
-                continue
-            if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
-                continue
-            folded = fold_op(op, FOLD_LIMIT)
-            if folded is None:
-                continue
-            builder = Builder(self.block, before=op)
-            for r, arr in zip(op.results, folded):
-                new = self.importer.constant(builder, arr, r.name or "folded", op.loc)
-                new.name = r.name
-                r.replace_all_uses_with(new)
-                for scope_name, v in list(self.values.items()):
-                    if v is r:
-                        self.values[scope_name] = new
-            op.erase()
+            results = list(op.results)
+            new = fold_in_place(self.importer.module, op, FOLD_LIMIT)
+            for r, v in zip(results, new or ()):
+                if r.name is not None and self.values.get(r.name) is r:
+                    self.values[r.name] = v  # later nodes refer to the folded value
 
 
 def import_model(model: onnx.ModelProto | str, filename: str | None = None) -> ModuleOp:

@@ -87,18 +87,12 @@ class ConstantOp(Operation):
             raise PirError(f"the constant's {what} is {actual}, but its result is declared {declared}")
 
 
-def _enclosing_module(op: Operation) -> ModuleOp | None:
-    while op is not None and not isinstance(op, ModuleOp):
-        op = op.parent_op
-    return op
-
-
 def constant_value(op: ConstantOp) -> np.ndarray:
     """The array a ``builtin.constant`` holds, looked up in the module for resources."""
     v = op.value
     if isinstance(v, DenseAttr):
         return v.array
-    module = _enclosing_module(op)
+    module = enclosing_module(op)
     if module is None or v.key not in module.resources:
         raise PirError(f'unknown resource "{v.key}"')
     return module.resources[v.key]
@@ -118,4 +112,6 @@ def make_constant(module: ModuleOp, array: np.ndarray, name: str | None = None,
 
 def enclosing_module(op: Operation) -> ModuleOp | None:
     """The module an op sits in (None for a detached op)."""
-    return _enclosing_module(op)
+    while op is not None and not isinstance(op, ModuleOp):
+        op = op.parent_op
+    return op
