@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import pir.codegen.tvm.build as _build  # noqa: F401  (sizes TVM's thread pool first)
 import tvm
 
 from pir.codegen.tvm.build import host_target

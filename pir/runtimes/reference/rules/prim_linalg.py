@@ -25,7 +25,10 @@ def dot_general(op, lhs, rhs):
            + [s for i, s in enumerate(rsub) if i not in rb + rc])
     spec = f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
     work = compute_dtype(lhs.dtype)
-    res = np.einsum(spec, lhs.astype(work, copy=False), rhs.astype(work, copy=False))
+    # optimize=True lets einsum hand the product to BLAS (tensordot): ~5x faster than its
+    # own loops on matmul shapes
+    res = np.einsum(spec, lhs.astype(work, copy=False), rhs.astype(work, copy=False),
+                    optimize=True)
     return np.asarray(res).astype(lhs.dtype, copy=False)
 
 
