@@ -37,6 +37,8 @@ onnx-suite-update: venv
 bench: venv
 	$(PY) bench/ir_throughput.py
 	$(PY) bench/pass_throughput.py
+	$(PY) bench/kernels.py
+	$(PY) bench/models.py
 
 clean:
 	rm -rf $(VENV) samples/*/build
