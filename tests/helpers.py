@@ -103,3 +103,18 @@ def check_pipeline(module, feeds: dict[str, np.ndarray], pipeline: str, rtol: fl
 def op_names(module) -> list[str]:
     """The names of the ops in a module's functions, in order (functions excluded)."""
     return [op.name for fn in module.funcs for op in fn.walk() if op is not fn]
+
+
+def decomposed(op_type: str, inputs: dict[str, np.ndarray], outputs=("y",), shapes=None,
+               initializers=None, opset: int = 21, domain: str = "", atol: float = 1e-6,
+               **attrs):
+    """Import a one-node model, run `decompose`, check the reference runtime gives the same
+    outputs before and after, assert no nn op is left, and return the optimized module."""
+    from pir.frontends.onnx.importer import import_model
+
+    model = node_model(op_type, inputs, list(outputs), shapes=shapes, initializers=initializers,
+                       opset=opset, domain=domain, **attrs)
+    optimized = check_pipeline(import_model(model), inputs, "decompose", atol=atol)
+    left = [n for n in op_names(optimized) if n.startswith("nn.")]
+    assert not left, f"{op_type}: nn ops left after decompose: {left}"
+    return optimized

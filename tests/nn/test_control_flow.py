@@ -261,7 +261,7 @@ def test_body_values_do_not_escape_their_region():
   }
 }
 """
-    with pytest.raises(PirError):
+    with pytest.raises(PirError, match="undefined value %t"):
         parse_module(text)
 
 

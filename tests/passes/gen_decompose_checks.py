@@ -32,8 +32,6 @@ def generate(force: bool) -> int:
     from pir.frontends.onnx.importer import import_model
     from pir.ir.printer import print_module
     from pir.passes.decompose.registry import DECOMPOSE, load_rules
-    from pir.passes.manager import PassManager
-    from pir.passes.pipeline import parse_pipeline
     from pir.testing.onnx_suite import load_cases
 
     load_rules()

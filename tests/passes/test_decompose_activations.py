@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from helpers import check_pipeline, node_model, op_names
+from helpers import check_pipeline, decomposed, op_names
 from onnx import helper
 
 from pir.frontends.onnx.importer import import_model
@@ -30,15 +30,6 @@ def data(shape, dtype=F32, scale=3.0, seed=0):
 
 def computed(module) -> list[str]:
     return [n for n in op_names(module) if n not in ("builtin.constant", "func.return")]
-
-
-def decomposed(op_type, inputs, shapes=None, initializers=None, opset=21, domain="", **attrs):
-    model = node_model(op_type, inputs, ["y"], shapes=shapes, initializers=initializers,
-                       opset=opset, domain=domain, **attrs)
-    optimized = check_pipeline(import_model(model), inputs, "decompose")
-    left = [n for n in computed(optimized) if n.startswith("nn.")]
-    assert not left, f"{op_type}: nn ops left after decompose: {left}"
-    return optimized
 
 
 #: (ONNX op, attributes)

@@ -13,7 +13,8 @@ import io
 
 import numpy as np
 import pytest
-from helpers import check_pipeline, node_model, op_names
+import helpers
+from helpers import node_model, op_names
 
 from pir.frontends.onnx.importer import import_model
 from pir.passes.decompose.registry import KEPT, load_rules
@@ -37,16 +38,10 @@ def computed(module) -> list[str]:
     return [n for n in op_names(module) if n not in ("builtin.constant", "func.return")]
 
 
-def decomposed(op_type, inputs, outputs=("y",), shapes=None, initializers=None, opset=21,
-               **attrs):
-    model = node_model(op_type, inputs, list(outputs), shapes=shapes,
-                       initializers=initializers, opset=opset, **attrs)
+def decomposed(op_type, inputs, outputs=("y",), **kwargs):
     # A conv output is a sum of dozens of O(1) products summed in another order: where they
     # cancel, the rounding error is ~1e-6 absolute, so atol is scaled to the terms.
-    optimized = check_pipeline(import_model(model), inputs, "decompose", atol=1e-5)
-    left = [n for n in computed(optimized) if n.startswith("nn.")]
-    assert not left, f"{op_type}: nn ops left after decompose: {left}"
-    return optimized
+    return helpers.decomposed(op_type, inputs, outputs, atol=1e-5, **kwargs)
 
 
 def explain(op_type, inputs, outputs=("y",), shapes=None, opset=21, **attrs) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from helpers import check_pipeline, node_model, op_names
+from helpers import check_pipeline, decomposed, node_model, op_names
 
 from pir.frontends.onnx.importer import import_model
 from pir.ir.parser import parse_module
@@ -31,16 +31,6 @@ def data(shape, dtype=F32, low=-3.0, high=3.0, seed=0):
 def computed(module) -> list[str]:
     """The ops that compute: every op but constants and the return."""
     return [n for n in op_names(module) if n not in ("builtin.constant", "func.return")]
-
-
-def decomposed(op_type, inputs, shapes=None, initializers=None, opset=21, **attrs):
-    """Import a one-node model, decompose it, check values, and return the optimized module."""
-    model = node_model(op_type, inputs, ["y"], shapes=shapes, initializers=initializers,
-                       opset=opset, **attrs)
-    optimized = check_pipeline(import_model(model), inputs, "decompose")
-    left = [n for n in op_names(optimized) if n.startswith("nn.")]
-    assert not left, f"{op_type}: nn ops left after decompose: {left}"
-    return optimized
 
 
 # -- unary --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import check_pipeline, node_model, op_names
+from helpers import check_pipeline, decomposed, node_model, op_names
 
 from pir.frontends.onnx.importer import import_model
 from pir.ir.parser import parse_module
@@ -23,16 +23,6 @@ def normal(*shape, dtype=F32, seed=0):
 
 def computed(module) -> list[str]:
     return [n for n in op_names(module) if n not in ("builtin.constant", "func.return")]
-
-
-def decomposed(op_type, inputs, outputs=("y",), shapes=None, initializers=None, opset=21,
-               **attrs):
-    model = node_model(op_type, inputs, list(outputs), shapes=shapes,
-                       initializers=initializers, opset=opset, **attrs)
-    optimized = check_pipeline(import_model(model), inputs, "decompose")
-    left = [n for n in computed(optimized) if n.startswith("nn.")]
-    assert not left, f"{op_type}: nn ops left after decompose: {left}"
-    return optimized
 
 
 def find(module, name):
