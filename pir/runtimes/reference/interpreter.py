@@ -23,9 +23,12 @@ __all__ = ["Interpreter", "run_function", "fold_op", "evaluate_op"]
 
 
 def _as_array(x: Any, t: TensorType | None) -> np.ndarray:
+    # A rule must return the declared element type itself: casting here would hide a rule
+    # that computes in the wrong precision.  (numpy scalars become 0-d arrays.)
     arr = np.asarray(x)
     if isinstance(t, TensorType) and t.dtype is not DType.STRING and arr.dtype != t.dtype.numpy:
-        arr = arr.astype(t.dtype.numpy)
+        raise PirError(f"the evaluation rule returned {DType.from_numpy(arr.dtype).value} for a "
+                       f"{t.dtype.value} result (a bug in pir)")
     return arr
 
 

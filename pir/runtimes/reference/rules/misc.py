@@ -46,4 +46,4 @@ def optimizer(op, r, t, *inputs):
     out = []
     for j in range(len(op.updated)):
         out += [new[k][j] for k in range(n)]
-    return tuple(out)
+    return tuple(a.astype(r.type.dtype.numpy) for a, r in zip(out, op.results))
