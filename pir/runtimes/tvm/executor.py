@@ -79,17 +79,49 @@ class CompiledProgram:
                 for d, n in zip(t.shape, np.shape(arr)):
                     if isinstance(d, str):
                         sizes.setdefault(d, n)
-        ins = [tvm.runtime.tensor(_contiguous(a), self.device) for a in arrays]
-        outs = []
+        ins = [_as_tvm(a, self.device)[0] for a in arrays]
+        outs, results = [], []
         for r in op.results:
             t = r.type
             try:
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in t.shape)
             except KeyError as e:
                 raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
-            outs.append(tvm.runtime.empty(shape, tvm_dtype(t.dtype), self.device))
+            out, arr = _as_tvm(_aligned_empty(shape, t.dtype.numpy), self.device)
+            outs.append(out)
+            results.append(arr)
         k.fn(*ins, *k.params, *outs)
-        return [o.numpy() for o in outs]
+        # the kernel wrote straight into the numpy arrays when they could be shared
+        return [a if a is not None else o.numpy() for o, a in zip(outs, results)]
+
+
+_ALIGN = 64  # TVM only shares (DLPack) memory aligned to 64 bytes
+
+
+def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An uninitialised C-ordered array whose data start on a 64-byte boundary."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + _ALIGN, np.uint8)
+    start = -buf.ctypes.data % _ALIGN
+    return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def _as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | None]:
+    """A TVM tensor for ``a``: sharing its memory when TVM can (C order, aligned, a dtype
+    DLPack knows, writable), else a copy.  Also returns the numpy array the tensor shares
+    (None for a copy), which a kernel's output can be read from without copying back."""
+    a = _contiguous(a)
+    if a.size and a.flags.writeable:
+        if a.ctypes.data % _ALIGN:
+            aligned = _aligned_empty(a.shape, a.dtype)
+            aligned[...] = a
+            a = aligned
+        try:
+            return tvm.runtime.from_dlpack(a), a
+        except (BufferError, RuntimeError, TypeError, ValueError):
+            pass  # bf16 and other dtypes numpy cannot export: copy
+    return tvm.runtime.tensor(a, device), None
 
 
 def _contiguous(a) -> np.ndarray:
