@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 
 import click
@@ -71,7 +72,12 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
     outputs = interp.run(fn, feeds)
     if repeat:
         _time(module, interp, fn, feeds, repeat)
-    if output:
+    if output == "-":  # the .npz to stdout, for pipes
+        buf = io.BytesIO()
+        np.savez(buf, **outputs)
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+    elif output:
         with AtomicOutput(output) as f:
             np.savez(f, **outputs)
     else:

@@ -106,3 +106,15 @@ def test_malformed_input_flag_is_a_usage_error(tmp_path):
     code, _, err = pir("run", str(tmp_path / "a.pir"), "--input", "x.npy")
     assert code == 2
     assert err.strip() == "pir: error: --input expects NAME=FILE.npy, got 'x.npy'"
+
+
+def test_run_writes_the_npz_to_stdout_with_dash(tmp_path):
+    import io
+
+    (tmp_path / "a.pir").write_text("module {\n" + FN + "}\n")
+    np.save(tmp_path / "x.npy", np.arange(2, dtype=np.float32))
+    r = CliRunner().invoke(main, ["run", str(tmp_path / "a.pir"), "--input",
+                                  f"x={tmp_path / 'x.npy'}", "-o", "-"], catch_exceptions=False)
+    assert r.exit_code == 0
+    np.testing.assert_array_equal(np.load(io.BytesIO(r.stdout_bytes))["x"], [0.0, 1.0])
+    assert not (tmp_path / "-").exists() and not os.path.exists("-")
