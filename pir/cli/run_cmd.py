@@ -32,9 +32,16 @@ from pir.cli.common import AtomicOutput, read_module, run_command
                    "the program holds kernels, else reference.")
 @click.option("--repeat", type=click.IntRange(min=1), metavar="N",
               help="Run N times and print the median latency (stderr).")
+@click.option("--threads", type=click.IntRange(min=1), metavar="N",
+              help="Run compiled (tvm) kernels on N threads (at most TVM_NUM_THREADS, default "
+                   "every CPU).  numpy's BLAS threads are not limited (use OPENBLAS_NUM_THREADS "
+                   "/ OMP_NUM_THREADS for those).")
+@click.option("--profile", is_flag=True,
+              help="Print time per kernel (by symbol) and per op kind to stderr: calls, "
+                   "total ms, share (with --repeat: over the timed runs).")
 @run_command
 def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, rtol, atol, func,
-            runtime, repeat):
+            runtime, repeat, threads, profile):
     """Run PROGRAM on the reference runtime (numpy), or on the tvm runtime when it holds
     kernels made by `pir codegen` (kernels cached in $PIR_CACHE_DIR or ~/.cache/pir).
 
@@ -49,11 +56,12 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
       pir run m.pir --input x=x.npy
       pir run m.pir --check model.onnx
       pir run k.pir --inputs in.npz --runtime tvm --repeat 20
+      pir run k.pir --inputs in.npz --threads 4 --profile
     """
     from pir.errors import PirError
     from pir.ir.dialects.func import FuncOp
     from pir.runtimes.inputs import load_inputs, parse_dims, random_inputs
-    from pir.runtimes.select import make_interpreter
+    from pir.runtimes.select import default_runtime, make_interpreter
 
     module = read_module(program)
     fn = module.lookup(func)
@@ -65,13 +73,24 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
             names = ", ".join(a.name for a in fn.args)
             raise PirError(f"no inputs given: @{func} takes {names} (use --inputs or --input)")
         feeds = random_inputs(fn, seed, parse_dims(dims))
+    if profile and check_model:
+        raise PirError("--profile cannot be used with --check")
+    if threads and (runtime or default_runtime(module)) == "tvm":
+        from pir.codegen.tvm.build import set_threads
+
+        set_threads(threads)
     if check_model:
         _check(module, check_model, feeds, rtol, atol, func, runtime)
         return
-    interp = make_interpreter(module, runtime)
+    prof = {} if profile else None
+    interp = make_interpreter(module, runtime, profile=prof)
     outputs = interp.run(fn, feeds)
     if repeat:
+        if prof is not None:
+            prof.clear()  # the first run warms up: profile the timed ones
         _time(module, interp, fn, feeds, repeat)
+    if prof is not None:
+        _print_profile(prof, repeat or 1, type(interp).__name__)
     if output == "-":  # the .npz to stdout, for pipes
         buf = io.BytesIO()
         np.savez(buf, **outputs)
@@ -108,6 +127,21 @@ def _time(module, interp, fn, feeds, repeat: int) -> None:
     median = float(np.median(times)) * 1e3
     click.echo(f"latency: median {median:.3f} ms over {repeat} runs "
                f"({type(interp).__name__})", err=True)
+
+
+def _print_profile(prof: dict, runs: int, runtime: str) -> None:
+    """The profile of an Interpreter (``(kind, name) -> [calls, seconds]``) as a table,
+    the most expensive first, on stderr."""
+    total = sum(sec for _, sec in prof.values()) or 1.0
+    rows = sorted(prof.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    width = max([len(name) for (_, name) in prof] + [4])
+    lines = [f"profile: {total * 1e3:.3f} ms over {runs} run{'s' if runs > 1 else ''} "
+             f"({runtime})",
+             f"{'kind':<6}  {'name':<{width}}  {'calls':>7}  {'total ms':>10}  {'share':>6}"]
+    for (kind, name), (calls, sec) in rows:
+        lines.append(f"{kind:<6}  {name:<{width}}  {calls:>7}  {sec * 1e3:>10.3f}  "
+                     f"{100 * sec / total:>5.1f}%")
+    click.echo("\n".join(lines), err=True)
 
 
 def _check(module, model_path, feeds, rtol, atol, func, runtime=None) -> None:

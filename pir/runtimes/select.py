@@ -14,17 +14,19 @@ def default_runtime(module) -> str:
     return "tvm" if any(op.name == "kernel.tvm" for op in module.walk()) else "reference"
 
 
-def make_interpreter(module, runtime: str | None = None, keep_values: bool = False):
-    """An interpreter of ``module`` for ``runtime`` (None: :func:`default_runtime`)."""
+def make_interpreter(module, runtime: str | None = None, keep_values: bool = False,
+                     profile: dict | None = None):
+    """An interpreter of ``module`` for ``runtime`` (None: :func:`default_runtime`);
+    ``profile``: a dict to fill in with time per op (see ``Interpreter``)."""
     runtime = runtime or default_runtime(module)
     if runtime == "reference":
         from pir.runtimes.reference.interpreter import Interpreter
 
-        return Interpreter(module, keep_values)
+        return Interpreter(module, keep_values, profile)
     if runtime == "tvm":
         try:
             from pir.runtimes.tvm import TvmInterpreter
         except ImportError as e:
             raise PirError(f"the tvm runtime needs TVM, which cannot be imported: {e}") from None
-        return TvmInterpreter(module, keep_values)
+        return TvmInterpreter(module, keep_values, profile=profile)
     raise PirError(f"unknown runtime '{runtime}' (runtimes: {', '.join(RUNTIMES)})")

@@ -7,6 +7,7 @@ bound consistently), and every result is checked against its declared type.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Mapping
 
 import numpy as np
@@ -89,15 +90,26 @@ _MAX_CALL_DEPTH = 64
 
 
 class Interpreter:
-    """Runs functions of a module.  ``values`` maps every computed value to its array."""
+    """Runs functions of a module.  ``values`` maps every computed value to its array.
 
-    def __init__(self, module: ModuleOp | None, keep_values: bool = False):
+    ``profile``: None (the default: no timing), or a dict that every run fills in with
+    ``profile_key(op) -> [calls, seconds]`` for each op it executes.  A call is not an entry
+    of its own (its callee's ops are); an op with regions (a fusion group, a loop) is one
+    entry, its nested ops untimed, so the entries add up to the time of the run."""
+
+    def __init__(self, module: ModuleOp | None, keep_values: bool = False,
+                 profile: dict | None = None):
         load_all()
         self.module = module
         self.keep_values = keep_values
         self.values: dict[Value, np.ndarray] = {}
         self.symbols: dict[str, int] = {}
         self.depth = 0
+        self.profile = profile
+
+    def profile_key(self, op: Operation) -> tuple[str, str]:
+        """The profile entry of ``op``: (kind, name), here ("op", the op's name)."""
+        return ("op", op.name)
 
     def check(self, v: Value, arr: np.ndarray, what: str) -> None:
         t = v.type
@@ -155,11 +167,27 @@ class Interpreter:
         values = self.values
         for a, arr in zip(block.args, args):
             values[a] = arr
+        prof = self.profile
         for op in block.ops:
             if Terminator in op.traits:
                 return [values[v] for v in op.operands]
-            self.exec(op)
+            if prof is None or isinstance(op, CallOp):
+                self.exec(op)
+            else:
+                self._exec_timed(op, prof)
         return []
+
+    def _exec_timed(self, op: Operation, prof: dict) -> None:
+        self.profile = None  # the op's regions run untimed: the op is one entry
+        t0 = time.perf_counter()
+        try:
+            self.exec(op)
+        finally:
+            dt = time.perf_counter() - t0
+            self.profile = prof
+        entry = prof.setdefault(self.profile_key(op), [0, 0.0])
+        entry[0] += 1
+        entry[1] += dt
 
     def exec(self, op: Operation) -> None:
         values = self.values

@@ -20,7 +20,6 @@ import numpy as np
 import tvm
 
 from pir.codegen.tvm.build import host_target
-from pir.codegen.tvm.lower import tvm_dtype
 from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
@@ -217,9 +216,16 @@ class TvmInterpreter(Interpreter):
     """The reference interpreter, with kernel.tvm ops run by their compiled code."""
 
     def __init__(self, module: ModuleOp | None, keep_values: bool = False, target=None,
-                 use_cache: bool = True):
-        super().__init__(module, keep_values)
+                 use_cache: bool = True, profile: dict | None = None):
+        super().__init__(module, keep_values, profile)
         self.program = compile_program(module, target, use_cache) if module is not None else None
+
+    def profile_key(self, op) -> tuple[str, str]:
+        """A compiled kernel's entry is ("kernel", its symbol); other ops' as the reference's."""
+        if isinstance(op, TvmKernelOp) and self.program is not None \
+                and self.program.module is not None:
+            return ("kernel", op.symbol)
+        return super().profile_key(op)
 
     def exec(self, op) -> None:
         if not isinstance(op, TvmKernelOp) or self.program is None or self.program.module is None:
