@@ -15,24 +15,41 @@ def _bytes(n: int) -> str:
     return str(n)
 
 
+def _count(n: float, unit: str) -> str:
+    for prefix in ("", "K", "M", "G", "T"):
+        if n < 1000 or prefix == "T":
+            return f"{n:.3g} {prefix}{unit}"
+        n /= 1000
+    return str(n)
+
+
 @click.command("show")
 @click.argument("input", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--dim", "dims", multiple=True, metavar="SYM=N",
+              help="Size of a symbolic dim, for the FLOP and byte estimates (repeatable).")
 @run_command
-def show_cmd(input: str) -> None:
-    """Summarise INPUT: signature with symbolic dims, ops per dialect and per op, parameters.
+def show_cmd(input: str, dims: tuple[str, ...]) -> None:
+    """Summarise INPUT: signature with symbolic dims, ops per dialect and per op, parameters,
+    estimated FLOPs and bytes computed, fusion groups and kernels.
+
+    FLOPs count a multiply-add as 2 (matrix products and convolutions from their shapes,
+    elementwise ops and reductions one per element); ops whose sizes depend on a symbolic
+    dim are counted once its size is given with --dim.
 
     \b
-    Example:
+    Examples:
       pir show m.pir
+      pir show m.pir --dim B=8
     """
     from rich.console import Console
     from rich.table import Table
 
     from pir.ir.summary import summarize
+    from pir.runtimes.inputs import parse_dims
 
     module = read_module(input)
     console = Console(highlight=False)
-    for s in summarize(module):
+    for s in summarize(module, parse_dims(dims)):
         console.print(f"[bold]@{s.name}[/bold]: {s.num_ops} ops, {s.num_params} parameters "
                       f"({s.param_elements:,} elements, {_bytes(s.param_bytes)}; "
                       f"{s.resource_params} in resources)")
@@ -47,6 +64,13 @@ def show_cmd(input: str) -> None:
         console.print(sig)
         if s.symbols:
             console.print("symbolic dims: " + ", ".join(s.symbols))
+        cost = f"compute: {_count(s.flops, 'FLOP')}, {_bytes(s.bytes_computed)} computed"
+        if s.unknown_cost_ops:
+            cost += (f" (not counting {s.unknown_cost_ops} ops whose sizes depend on symbolic "
+                     "dims: give them with --dim)")
+        console.print(cost)
+        if s.groups_by_kind:
+            console.print("fusion: " + ", ".join(f"{n} {k}" for k, n in sorted(s.groups_by_kind.items())))
         ops = Table(box=None, show_header=True, header_style="bold")
         ops.add_column("dialect")
         ops.add_column("op")

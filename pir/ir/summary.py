@@ -1,4 +1,5 @@
-"""A summary of a module for `pir show`: ops per dialect and op, parameters, signature."""
+"""A summary of a module for `pir show`: ops per dialect and op, parameters, signature,
+estimated FLOPs and bytes, fusion groups."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from pir.ir.attributes import ResourceRef
+from pir.ir.cost import estimate
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.func import FuncOp
 from pir.ir.types import TensorType
@@ -26,13 +28,17 @@ class FuncSummary:
     param_elements: int = 0
     param_bytes: int = 0
     resource_params: int = 0
+    flops: int = 0
+    bytes_computed: int = 0
+    unknown_cost_ops: int = 0
+    groups_by_kind: Counter = field(default_factory=Counter)  # fusion groups and kernels
 
     @property
     def num_ops(self) -> int:
         return sum(self.ops_by_name.values())
 
 
-def summarize(module: ModuleOp) -> list[FuncSummary]:
+def summarize(module: ModuleOp, dims: dict[str, int] | None = None) -> list[FuncSummary]:
     out = []
     for fn in module.funcs:
         if not isinstance(fn, FuncOp):
@@ -58,5 +64,10 @@ def summarize(module: ModuleOp) -> list[FuncSummary]:
             if isinstance(a.type, TensorType) and a.type.shape:
                 symbols += [d for d in a.type.shape if isinstance(d, str) and d not in symbols]
         s.symbols = symbols
+        cost = estimate(fn.entry.ops, dims)
+        s.flops, s.bytes_computed, s.unknown_cost_ops = cost.flops, cost.bytes_computed, cost.unknown
+        for op in fn.entry.ops:
+            if op.name in ("fusion.group", "kernel.tvm"):
+                s.groups_by_kind[f"{op.name} ({op.attributes.get('kind', '?')})"] += 1
         out.append(s)
     return out
