@@ -25,7 +25,8 @@ from typing import Any, ClassVar, get_type_hints
 from pir.errors import PirError
 from pir.ir.dialects.builtin import ModuleOp
 
-__all__ = ["Pass", "PASS_MODULES", "get_pass_class", "all_pass_classes", "PassOption"]
+__all__ = ["Pass", "PASS_MODULES", "get_pass_class", "all_pass_classes", "PassOption",
+           "function_blocks"]
 
 #: Every pass by name -> the module that defines it.  One line per pass.
 PASS_MODULES: dict[str, str] = {
@@ -137,6 +138,13 @@ def _format_option(v: Any) -> str:
     if isinstance(v, (tuple, list)):
         return ",".join(map(str, v))
     return str(v)
+
+
+def function_blocks(module: ModuleOp):
+    """The top-level blocks of every function of ``module``: where most passes start."""
+    for fn in module.funcs:
+        for region in fn.regions:
+            yield from region.blocks
 
 
 def get_pass_class(name: str) -> type[Pass]:

@@ -8,7 +8,7 @@ from typing import ClassVar
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.opdef import Commutative, Pure
-from pir.passes.base import Pass
+from pir.passes.base import Pass, function_blocks
 from pir.passes.rewriter import Rewriter, keeps_output_names
 
 __all__ = ["CommonSubexpressionElimination"]
@@ -65,5 +65,4 @@ class CommonSubexpressionElimination(Pass):
     name: ClassVar[str] = "cse"
 
     def apply(self, module: ModuleOp) -> bool:
-        return bool(sum(_cse_block(block, {}, {}) for fn in module.funcs
-                        for region in fn.regions for block in region.blocks))
+        return bool(sum(_cse_block(block, {}, {}) for block in function_blocks(module)))

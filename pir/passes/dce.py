@@ -8,7 +8,7 @@ from typing import ClassVar
 from pir.ir.attributes import ResourceRef
 from pir.ir.core import Block
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp
-from pir.passes.base import Pass
+from pir.passes.base import Pass, function_blocks
 from pir.passes.rewriter import is_trivially_dead
 
 __all__ = ["DeadCodeElimination", "erase_dead_ops", "drop_unused_resources"]
@@ -47,6 +47,5 @@ class DeadCodeElimination(Pass):
     name: ClassVar[str] = "dce"
 
     def apply(self, module: ModuleOp) -> bool:
-        erased = sum(erase_dead_ops(block) for fn in module.funcs
-                     for region in fn.regions for block in region.blocks)
+        erased = sum(erase_dead_ops(block) for block in function_blocks(module))
         return bool(erased + drop_unused_resources(module))

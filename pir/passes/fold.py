@@ -9,7 +9,7 @@ from pir.ir.builder import Builder
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.opdef import Pure
-from pir.passes.base import Pass
+from pir.passes.base import Pass, function_blocks
 from pir.passes.dce import drop_unused_resources, erase_dead_ops
 from pir.runtimes.reference.interpreter import fold_op
 
@@ -61,11 +61,9 @@ class ConstantFolding(Pass):
 
     def apply(self, module: ModuleOp) -> bool:
         folded = 0
-        for fn in module.funcs:
-            for region in fn.regions:
-                for block in region.blocks:
-                    n = _fold_block(module, block, self.size_limit)
-                    if n:
-                        folded += n
-                        erase_dead_ops(block)
+        for block in function_blocks(module):
+            n = _fold_block(module, block, self.size_limit)
+            if n:
+                folded += n
+                erase_dead_ops(block)
         return bool(folded + drop_unused_resources(module))
