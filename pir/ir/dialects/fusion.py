@@ -21,29 +21,20 @@ from pir.ir.attributes import STR
 from pir.ir.core import Operation, Value
 from pir.ir.opdef import IsolatedFromAbove, Pure, Terminator, attr, operand, region, result
 
-__all__ = ["GroupOp", "YieldOp", "GROUP_KINDS"]
+__all__ = ["RegionGroup", "GroupOp", "YieldOp", "GROUP_KINDS"]
 
 #: What a group holds, from the most to the least constrained schedule: only elementwise
 #: ops and broadcasts; also data movement (reshape, transpose, slice, ...); reductions.
 GROUP_KINDS = ("elementwise", "injective", "reduction")
 
 
-class GroupOp(Operation):
-    """A fusion group: prim ops compiled as one kernel; its results are what it yields.
+class RegionGroup(Operation):
+    """What fusion.group and the kernels made from it share: operands passed in as the
+    arguments of one isolated block, results what its ``fusion.yield`` passes out."""
 
-    ``kind`` is ``elementwise``, ``injective`` or ``reduction`` (the most demanding op
-    inside). ``epilogue_of`` names the matmul or convolution result that the group consumes
-    as an epilogue (bias add, activation): a backend may fuse it into that library call.
-    The group is Pure: the fuse pass never puts an op with side effects (random draws) in one,
-    and the verifier checks it.
-    """
-
-    name = "fusion.group"
     traits = frozenset({Pure, IsolatedFromAbove})
     inputs = operand(variadic=True)
     body = region()
-    kind = attr(STR)
-    epilogue_of = attr(STR, None)
     outputs = result(variadic=True)
 
     def yielded(self) -> list[Value]:
@@ -57,15 +48,35 @@ class GroupOp(Operation):
     def infer(self):
         return [v.type for v in self.yielded()]
 
-    def verify_(self) -> None:
-        if self.kind not in GROUP_KINDS:
-            raise PirError(f"kind must be one of {', '.join(GROUP_KINDS)}, got '{self.kind}'")
+    def check_body(self) -> None:
+        """The block's arguments match the operands, and the body is one block that yields."""
         args = self.body.block.args
         if len(args) != len(self.inputs):
             raise PirError(f"the body takes {len(args)} arguments for {len(self.inputs)} inputs")
         for i, (a, v) in enumerate(zip(args, self.inputs)):
             if a.type != v.type:
                 raise PirError(f"body argument {i} is {a.type}, but input {i} is {v.type}")
+        self.yielded()
+
+
+class GroupOp(RegionGroup):
+    """A fusion group: prim ops compiled as one kernel; its results are what it yields.
+
+    ``kind`` is ``elementwise``, ``injective`` or ``reduction`` (the most demanding op
+    inside). ``epilogue_of`` names the matmul or convolution result that the group consumes
+    as an epilogue (bias add, activation): a backend may fuse it into that library call.
+    The group is Pure: the fuse pass never puts an op with side effects (random draws) in one,
+    and the verifier checks it.
+    """
+
+    name = "fusion.group"
+    kind = attr(STR)
+    epilogue_of = attr(STR, None)
+
+    def verify_(self) -> None:
+        if self.kind not in GROUP_KINDS:
+            raise PirError(f"kind must be one of {', '.join(GROUP_KINDS)}, got '{self.kind}'")
+        self.check_body()
         for op in self.body.block.ops:
             if Pure not in op.traits and Terminator not in op.traits:
                 raise PirError(f"{op.name} has side effects and cannot be in a fusion group")

@@ -24,9 +24,8 @@ import re
 
 from pir.errors import PirError
 from pir.ir.attributes import STR
-from pir.ir.core import Operation, Value
-from pir.ir.dialects.fusion import GROUP_KINDS, YieldOp
-from pir.ir.opdef import IsolatedFromAbove, Pure, attr, operand, region, result
+from pir.ir.dialects.fusion import GROUP_KINDS, RegionGroup
+from pir.ir.opdef import attr
 
 __all__ = ["TvmKernelOp", "SYMBOL_RE"]
 
@@ -34,7 +33,7 @@ __all__ = ["TvmKernelOp", "SYMBOL_RE"]
 SYMBOL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-class TvmKernelOp(Operation):
+class TvmKernelOp(RegionGroup):
     """A fusion group compiled by TVM: ``source`` is the scheduled TIR (TVMScript) of one
     PrimFunc named ``symbol``, whose parameters are the block arguments, then any constant
     arrays of the region (in region order), then the results.
@@ -46,25 +45,10 @@ class TvmKernelOp(Operation):
     """
 
     name = "kernel.tvm"
-    traits = frozenset({Pure, IsolatedFromAbove})
-    inputs = operand(variadic=True)
-    body = region()
     kind = attr(STR, None)
     symbol = attr(STR)
     source = attr(STR)
     target = attr(STR)
-    outputs = result(variadic=True)
-
-    def yielded(self) -> list[Value]:
-        if len(self.body.blocks) != 1:
-            raise PirError("the body must have exactly one block")
-        term = self.body.block.terminator
-        if not isinstance(term, YieldOp):
-            raise PirError("the body must end with fusion.yield")
-        return list(term.operands)
-
-    def infer(self):
-        return [v.type for v in self.yielded()]
 
     def verify_(self) -> None:
         if self.kind is not None and self.kind not in GROUP_KINDS:
@@ -73,10 +57,4 @@ class TvmKernelOp(Operation):
             raise PirError(f"symbol '{self.symbol}' is not a C identifier")
         if not self.source.strip():
             raise PirError("source is empty")
-        args = self.body.block.args
-        if len(args) != len(self.inputs):
-            raise PirError(f"the body takes {len(args)} arguments for {len(self.inputs)} inputs")
-        for i, (a, v) in enumerate(zip(args, self.inputs)):
-            if a.type != v.type:
-                raise PirError(f"body argument {i} is {a.type}, but input {i} is {v.type}")
-        self.yielded()
+        self.check_body()
