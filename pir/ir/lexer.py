@@ -19,6 +19,7 @@ __all__ = ["tokenize", "token_kind", "SourceMap", "TextPos"]
 _TOKEN = re.compile(
     r"//[^\n]*"                                   # comment
     r'|tensor<(?:[^<>"\n]|"[^"\n]*")*>'           # tensor type
+    r'|![A-Za-z_][A-Za-z0-9_.]*<(?:[^<>"\n]|"[^"\n]*"|<[^<>"\n]*>)*>'  # dialect type
     r'|[%@](?:[A-Za-z0-9_.$/-]+|"(?:[^"\\\n]|\\.)*")'  # value or symbol
     r"|\^[A-Za-z0-9_]+"                            # block label
     r'|"(?:[^"\\\n]|\\.)*"'                       # string
@@ -44,6 +45,8 @@ def token_kind(text: str) -> str:
         return "EOF"
     if text.startswith("tensor<"):
         return "TENSOR"
+    if c == "!" and len(text) > 1:
+        return "TYPE"
     if c.isdigit() or (c == "-" and text[1:2].isdigit()):
         return "NUMBER"
     if text == "->":

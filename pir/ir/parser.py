@@ -10,7 +10,6 @@ import gc
 import json
 import mmap
 import os
-import re
 from typing import Any
 
 import numpy as np
@@ -23,12 +22,19 @@ from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
 from pir.ir.lexer import SourceMap, TextPos, token_kind, tokenize
 from pir.ir.resources import read_resources
-from pir.ir.types import DType, FunctionType, IndexType, TensorType, Type
+from pir.ir.types import (
+    DIALECT_TYPES,
+    DType,
+    FunctionType,
+    IndexType,
+    TensorType,
+    Type,
+    parse_tensor_body,
+)
 
 
 __all__ = ["parse_module", "parse_file", "parse_file_bytes"]
 
-_DIM = re.compile(r'(\d+|\?|"([A-Za-z_][A-Za-z0-9_]*)"|[A-Za-z_][A-Za-wyz0-9_]*)x')
 _SEGMENT_ATTRS = ("operand_segments", "result_segments")
 
 
@@ -86,6 +92,10 @@ class Parser:
             ty = self.type_cache[tok] = self._tensor_type(tok)
             self.i += 1
             return ty
+        if tok[:1] == "!":
+            ty = self.type_cache[tok] = self._dialect_type(tok)
+            self.i += 1
+            return ty
         if tok == "index":
             self.i += 1
             return IndexType()
@@ -97,30 +107,21 @@ class Parser:
         raise self.error(f"expected a type, found '{tok}'")
 
     def _tensor_type(self, tok: str) -> TensorType:
-        body = tok[len("tensor<") : -1]
-        pos = 0
-        dims: list[Any] = []
-        if body.startswith("*x"):
-            shape = None
-            pos = 2
-        else:
-            while True:
-                m = _DIM.match(body, pos)
-                if m is None:
-                    break
-                d = m.group(1)
-                if d == "?":
-                    dims.append(None)
-                elif d.isdigit():
-                    dims.append(int(d))
-                else:
-                    dims.append(m.group(2) or d)
-                pos = m.end()
-            shape = tuple(dims)
         try:
-            return TensorType(DType.parse(body[pos:]), shape)
+            return parse_tensor_body(tok[len("tensor<") : -1])
         except (TypeError, ValueError) as e:
             raise self.error(f"bad tensor type '{tok}': {e}") from None
+
+    def _dialect_type(self, tok: str) -> Type:
+        """``!dialect.name<body>``, parsed by the dialect that declared it."""
+        name, body = tok[1:].split("<", 1)
+        parse = DIALECT_TYPES.get(name)
+        if parse is None:
+            raise self.error(f"unknown type '!{name}'")
+        try:
+            return parse(body[:-1])
+        except (TypeError, ValueError) as e:
+            raise self.error(f"bad type '{tok}': {e}") from None
 
     def type_list(self) -> list[Type]:
         self.expect("(")
@@ -159,7 +160,7 @@ class Parser:
     def attr_value(self) -> Any:
         t = self.peek()
         k = token_kind(t)
-        if k == "TENSOR" or t == "(":
+        if k in ("TENSOR", "TYPE") or t == "(":
             return self.parse_type()
         self.i += 1
         if k == "NUMBER":

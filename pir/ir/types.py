@@ -13,11 +13,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from typing import Callable
 
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DType", "Dim", "Type", "TensorType", "IndexType", "FunctionType", "is_symbol_name"]
+__all__ = ["DType", "Dim", "Type", "TensorType", "IndexType", "FunctionType", "is_symbol_name",
+           "parse_tensor_body", "DIALECT_TYPES", "register_dialect_type"]
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -259,3 +261,45 @@ class TensorType(Type):
     @staticmethod
     def of(array: np.ndarray) -> TensorType:
         return TensorType(DType.from_numpy(array.dtype), tuple(int(d) for d in array.shape))
+
+
+_DIM = re.compile(r'(\d+|\?|"([A-Za-z_][A-Za-z0-9_]*)"|[A-Za-z_][A-Za-wyz0-9_]*)x')
+
+
+def parse_tensor_body(body: str) -> TensorType:
+    """The tensor type spelled ``body`` (the text inside ``tensor<...>``: ``Bx4xf32``,
+    ``*xf32``); raises ValueError or TypeError when it is malformed."""
+    pos = 0
+    dims: list[Dim] = []
+    if body.startswith("*x"):
+        shape = None
+        pos = 2
+    else:
+        while True:
+            m = _DIM.match(body, pos)
+            if m is None:
+                break
+            d = m.group(1)
+            if d == "?":
+                dims.append(None)
+            elif d.isdigit():
+                dims.append(int(d))
+            else:
+                dims.append(m.group(2) or d)
+            pos = m.end()
+        shape = tuple(dims)
+    return TensorType(DType.parse(body[pos:]), shape)
+
+
+#: Types that dialects declare, spelled ``!dialect.name<body>`` (MLIR's dialect types), by
+#: ``dialect.name``: each parser takes the body (the text between the outer angle brackets)
+#: and returns the type, raising ValueError or TypeError when the body is malformed.  The
+#: type's ``__str__`` prints the same spelling back.
+DIALECT_TYPES: dict[str, Callable[[str], Type]] = {}
+
+
+def register_dialect_type(name: str, parse: Callable[[str], Type]) -> None:
+    """Declare the dialect type ``!name<...>`` (called once, by its dialect's module)."""
+    if name in DIALECT_TYPES:
+        raise ValueError(f"type '!{name}' is declared twice")
+    DIALECT_TYPES[name] = parse
