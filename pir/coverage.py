@@ -81,6 +81,44 @@ def _decompose_kept() -> dict[str, str]:
     return out
 
 
+# -- shard: SPMD rules of the prim ops ------------------------------------------------------
+
+def _shard_rules() -> Collection[str]:
+    from pir.passes.shard.registry import SPMD, load_rules
+
+    load_rules()
+    return SPMD.keys()
+
+
+def _shard_replicated() -> dict[str, str]:
+    """Ops declared to run replicated (no rule can shard them; docs/shard.md says why)."""
+    from pir.passes.shard.registry import REPLICATED, load_rules
+
+    load_rules()
+    return {name: "replicate" for name in REPLICATED}
+
+
+# -- vjp, jvp: automatic differentiation ---------------------------------------------------
+
+def _autodiff_rules(table: str) -> Callable[[], Collection[str]]:
+    def rules() -> Collection[str]:
+        from pir.passes.autodiff.registry import JVP, VJP, load_rules
+
+        load_rules()
+        return (VJP if table == "vjp" else JVP).keys()
+
+    return rules
+
+
+def _autodiff_declared() -> dict[str, str]:
+    """Ops whose derivative is declared: ``zero`` (floor, sign ...) or ``nondiff``
+    (compares, integer ops, argmax, iota, random numbers)."""
+    from pir.passes.autodiff.registry import DECLARED, load_rules
+
+    load_rules()
+    return {name: label for name, (label, _) in DECLARED.items()}
+
+
 #: Every rule table, in the order of the matrix's columns.  Later transformations (vjp, jvp,
 #: shard, lower) add one entry each, usually with ``must_cover=_is("prim")``.
 TABLES: list[Table] = [
@@ -88,6 +126,14 @@ TABLES: list[Table] = [
           _eval_rules, lambda op: True, _interpreter_ops),
     Table("decompose", "nn ops written with prim ops (pir/passes/decompose)",
           _decompose_rules, lambda op: _dialect(op) == "nn", _decompose_kept, scope="nn ops"),
+    Table("vjp", "reverse-mode rules, transposes of the derivative (pir/passes/autodiff)",
+          _autodiff_rules("vjp"), lambda op: _dialect(op) == "prim", _autodiff_declared,
+          scope="prim ops"),
+    Table("jvp", "forward-mode rules, the derivative (pir/passes/autodiff)",
+          _autodiff_rules("jvp"), lambda op: _dialect(op) == "prim", _autodiff_declared,
+          scope="prim ops"),
+    Table("shard", "SPMD rules of the prim ops (pir/passes/shard)",
+          _shard_rules, lambda op: _dialect(op) == "prim", _shard_replicated, scope="prim ops"),
 ]
 
 

@@ -10,6 +10,7 @@ from pir import __version__
 
 # Commands are imported when used, so `pir --help` and each stage start fast.
 _COMMANDS = {
+    "autodiff": ("pir.cli.autodiff_cmd", "autodiff_cmd"),
     "codegen": ("pir.cli.codegen_cmd", "codegen_cmd"),
     "diff": ("pir.cli.diff_cmd", "diff_cmd"),
     "import": ("pir.cli.import_cmd", "import_cmd"),

@@ -32,7 +32,8 @@ _TOTALS_HEAD = ("table", "covered", "rules", "exempt", "missing")
 def _plain(matrix, tables, tots) -> None:
     head = ["op"] + [t.name for t in tables]
     width = max([len(head[0])] + [len(op) for op in matrix]) + 2
-    cols = [max(len(t.name), 5) + 2 for t in tables]
+    cols = [max([len(t.name), 5] + [len(_text(row[t.name])) for row in matrix.values()]) + 2
+            for t in tables]
     header = head[0].ljust(width) + "".join(h.ljust(w) for h, w in zip(head[1:], cols))
     lines = [header.rstrip()]
     for op, row in matrix.items():

@@ -53,7 +53,8 @@ def test_every_op_has_an_evaluation_rule():
     assert code == 0, err
     n = len(all_ops())
     assert total(out, "evaluate") == (n, n)
-    assert row(out, "prim.add") == ["✓"]  # decompose has no business with prim ops
+    # evaluate, vjp, jvp, shard; decompose: not its business
+    assert row(out, "prim.add") == ["✓", "✓", "✓", "✓"]
     assert row(out, "func.return") == ["core"]  # run by the interpreter itself
 
 
@@ -112,8 +113,8 @@ def test_a_rule_for_an_unknown_op_is_reported(monkeypatch):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--require", "vjpp"], "unknown table 'vjpp' (tables: evaluate, decompose)"),
-    (["--dialect", "onnx"], "unknown dialect 'onnx' (dialects: builtin, func, fusion, kernel, nn, prim)"),
+    (["--require", "vjpp"], "unknown table 'vjpp' (tables: evaluate, decompose, vjp, jvp, shard)"),
+    (["--dialect", "onnx"], "unknown dialect 'onnx' (dialects: builtin, dist, func, fusion, kernel, nn, prim)"),
 ])
 def test_usage_errors(args, message):
     code, _, err = pir("ops", *args)
