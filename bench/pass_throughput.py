@@ -4,9 +4,9 @@ included) on generated GPT-style transformer graphs of 2, 8 and 32 layers, in on
 Each layer is an ONNX-level pre-norm block: layer_norm, q/k/v projections (matmul + bias),
 reshape and transpose to heads, q.kT scaled, softmax, .v, heads back, output projection,
 residual add; layer_norm, MLP with gelu, residual add.  The models are built with
-onnx.helper and imported, as a user's model would be.  Prints input ops per second and time
-per layer, and how the time grows with depth (targets: >= 10,000 ops/s; 32 layers within
-4.5x the time of 8), best of --repeat runs, in CPU time.
+onnx.helper (bench/model_zoo.py) and imported, as a user's model would be.  Prints input ops
+per second and time per layer, and how the time grows with depth (targets: >= 10,000 ops/s;
+32 layers within 4.5x the time of 8), best of --repeat runs, in CPU time.
 
     .venv/bin/python bench/pass_throughput.py [--layers 2,8,32] [--hidden 128] [--repeat 3]
                                               [--profile]
@@ -21,9 +21,7 @@ import io
 import pstats
 import time
 
-import numpy as np
-import onnx
-from onnx import TensorProto, helper, numpy_helper
+from model_zoo import transformer  # noqa: F401  (bench/models.py imports it from here)
 
 from pir.frontends.onnx.importer import import_model
 from pir.ir.parser import parse_module
@@ -33,75 +31,6 @@ from pir.passes.pipeline import DEFAULT_PIPELINE, parse_pipeline
 
 TARGET_OPS_PER_S = 10_000
 TARGET_GROWTH = 4.5  # time(32 layers) / time(8 layers)
-
-
-class _Graph:
-    """Collects ONNX nodes and initializers, naming values per layer."""
-
-    def __init__(self, seed: int):
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
-        self.rng = np.random.default_rng(seed)
-
-    def weight(self, name: str, *shape: int, scale: float = 0.02) -> str:
-        arr = (self.rng.standard_normal(shape) * scale).astype(np.float32)
-        self.inits.append(numpy_helper.from_array(arr, name))
-        return name
-
-    def const(self, name: str, value) -> str:
-        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def node(self, op: str, inputs: list[str], out: str, **attrs) -> str:
-        self.nodes.append(helper.make_node(op, inputs, [out], name=f"/{out}", **attrs))
-        return out
-
-    def linear(self, x: str, p: str, n_in: int, n_out: int) -> str:
-        y = self.node("MatMul", [x, self.weight(f"{p}.w", n_in, n_out)], f"{p}.mm")
-        return self.node("Add", [y, self.weight(f"{p}.b", n_out)], p)
-
-
-def _layer(g: _Graph, x: str, i: int, hidden: int, heads: int) -> str:
-    p, hd = f"h{i}", hidden // heads
-    ln = g.node("LayerNormalization", [x, g.weight(f"{p}.ln1.g", hidden, scale=1.0),
-                                       g.weight(f"{p}.ln1.b", hidden)], f"{p}.ln1", axis=-1)
-    to_heads = g.const(f"{p}.heads", np.array([0, 0, heads, hd], np.int64))
-    qkv = {}
-    for name in "qkv":
-        y = g.linear(ln, f"{p}.{name}", hidden, hidden)
-        y = g.node("Reshape", [y, to_heads], f"{p}.{name}.split")
-        perm = [0, 2, 3, 1] if name == "k" else [0, 2, 1, 3]  # k is transposed for q.kT
-        qkv[name] = g.node("Transpose", [y], f"{p}.{name}.t", perm=perm)
-    s = g.node("MatMul", [qkv["q"], qkv["k"]], f"{p}.scores")
-    s = g.node("Mul", [s, g.const(f"{p}.scale", np.float32(1 / np.sqrt(hd)))], f"{p}.scaled")
-    a = g.node("Softmax", [s], f"{p}.probs", axis=-1)
-    o = g.node("MatMul", [a, qkv["v"]], f"{p}.ctx")
-    o = g.node("Transpose", [o], f"{p}.ctx.t", perm=[0, 2, 1, 3])
-    o = g.node("Reshape", [o, g.const(f"{p}.merge", np.array([0, 0, hidden], np.int64))],
-               f"{p}.ctx.merge")
-    h = g.node("Add", [x, g.linear(o, f"{p}.proj", hidden, hidden)], f"{p}.res1")
-    ln = g.node("LayerNormalization", [h, g.weight(f"{p}.ln2.g", hidden, scale=1.0),
-                                       g.weight(f"{p}.ln2.b", hidden)], f"{p}.ln2", axis=-1)
-    m = g.node("Gelu", [g.linear(ln, f"{p}.fc1", hidden, 4 * hidden)], f"{p}.gelu")
-    return g.node("Add", [h, g.linear(m, f"{p}.fc2", 4 * hidden, hidden)], f"{p}.res2")
-
-
-def transformer(layers: int, hidden: int, heads: int, seq: int = 64) -> onnx.ModelProto:
-    """A GPT-style stack of ``layers`` blocks on x: tensor<B x seq x hidden>."""
-    g = _Graph(seed=layers)
-    x = "x"
-    for i in range(layers):
-        x = _layer(g, x, i, hidden, heads)
-    x = g.node("LayerNormalization", [x, g.weight("ln_f.g", hidden, scale=1.0),
-                                      g.weight("ln_f.b", hidden)], "y", axis=-1)
-    graph = helper.make_graph(
-        g.nodes, f"gpt{layers}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", seq, hidden])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", seq, hidden])],
-        g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
-    model.ir_version = 10
-    return onnx.shape_inference.infer_shapes(model)
 
 
 def run_pipeline(text: str, verify_each: bool = True) -> tuple[float, int]:

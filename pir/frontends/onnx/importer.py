@@ -126,6 +126,21 @@ def _walk_graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
                     yield from _walk_graphs(g)
 
 
+def _without_weights(model: onnx.ModelProto, limit: int = 1024) -> onnx.ModelProto:
+    """A copy of ``model`` whose large initializers keep their type and dims but no data.
+    Shape inference serialises the model it is given to C++ and parses the result back, which
+    for real weights (hundreds of MB) cost more than the rest of the import; it reads the
+    values of small (shape-like) initializers only, so those are kept."""
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    for t in light.graph.initializer:
+        if int(np.prod(t.dims, dtype=np.int64)) > limit:
+            for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                      "uint64_data", "string_data"):
+                t.ClearField(f)
+    return light
+
+
 class ModelImporter:
     def __init__(self, model: onnx.ModelProto, filename: str, base_dir: str | None):
         self.model = model
@@ -266,8 +281,8 @@ class ModelImporter:
     def run(self) -> ModuleOp:
         self.check()
         try:
-            inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False,
-                                                         data_prop=True)
+            inferred = onnx.shape_inference.infer_shapes(_without_weights(self.model),
+                                                         strict_mode=False, data_prop=True)
         except Exception:  # inference is a hint: a model it cannot handle still imports
             inferred = self.model
         self.inferred = {}
