@@ -4,7 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: venv demo test onnx-suite onnx-suite-optimized onnx-suite-update bench clean
+.PHONY: venv demo test onnx-suite onnx-suite-optimized onnx-suite-compiled onnx-suite-update \
+	bench clean
 
 # Create or update the virtual environment with pir and everything it needs.
 venv: $(STAMP)
@@ -30,6 +31,12 @@ onnx-suite: venv
 onnx-suite-optimized: venv
 	$(PY) -m pir.testing.onnx_suite -v --pipeline default
 
+# The same suite compiled: import | optimize (..., fuse) | codegen --target llvm | run on the
+# tvm runtime, one TVM build per case spread over the workers, into a private cache that is
+# removed afterwards.  Slow (minutes), so not part of `make test`; exceptions in docs/codegen.md.
+onnx-suite-compiled: venv
+	$(PY) -m pir.testing.onnx_suite -v --compiled
+
 # Refresh the checked-in list of passing cases (only ever grows: see tests/onnx_suite).
 onnx-suite-update: venv
 	$(PY) -m pir.testing.onnx_suite --write-passing tests/onnx_suite/passing.txt
@@ -39,6 +46,7 @@ bench: venv
 	$(PY) bench/pass_throughput.py
 	$(PY) bench/kernels.py
 	$(PY) bench/models.py
+	$(PY) bench/compile.py
 
 clean:
 	rm -rf $(VENV) samples/*/build

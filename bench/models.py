@@ -2,16 +2,16 @@
 --target llvm | run on the tvm runtime) against ONNX Runtime (ORT_ENABLE_ALL, the same thread
 count), side by side in one run, best of --repeat, single thread by default.
 
-Models: a GPT-2-style stack generated with onnx.helper (bench/pass_throughput.py's
-``transformer``: pre-norm blocks, seeded random weights; default 2 layers, ``--full`` for the
-issue's 4 layers, hidden 768, 12 heads, sequence 128, batch 1) and the test models in
-tests/models on their .inputs.npz.  For each: pir and ORT latency, their ratio, the max
-relative difference of the outputs, and pir's time split per op kind (kernel.tvm by group
-kind, every other op by name), measured by timing each ``exec`` of the tvm runtime's
-interpreter in one extra run.  Asserts nothing.
+Models (bench/model_zoo.py, seeded random weights, batch 1): ``gpt``, a GPT-2-style stack (4
+pre-norm layers, hidden 768, 12 heads, sequence 128); ``bert-base``, a BERT-base-style encoder
+(4 post-norm layers, sequence 128, with an attention mask); ``resnet50``, a ResNet-50-style
+CNN at 224x224.  Any test model (tests/models/<name>.onnx, on its .inputs.npz) can be added
+with --models.  For each: pir and ORT latency, their ratio, the max relative difference of the
+outputs, and pir's time split per op kind (kernel.tvm by group kind, every other op by name),
+from the runtime's profile (``pir run --profile``) of one extra run.  Asserts nothing.
 
-    .venv/bin/python bench/models.py [--layers 2] [--full] [--threads 1] [--repeat 5]
-                                     [--models gpt,bert,gpt2,...] [--profile NAME]
+    .venv/bin/python bench/models.py [--layers 4] [--threads 1] [--repeat 5]
+                                     [--models gpt,bert-base,resnet50,gpt2,...] [--profile NAME]
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ import os
 import sys
 
 _ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-_ap.add_argument("--layers", type=int, default=2, help="GPT-style layers (default 2)")
-_ap.add_argument("--full", action="store_true", help="the issue's size: 4 layers")
+_ap.add_argument("--layers", type=int, default=4, help="GPT- and BERT-style layers (default 4)")
 _ap.add_argument("--hidden", type=int, default=768)
 _ap.add_argument("--heads", type=int, default=12)
 _ap.add_argument("--seq", type=int, default=128)
 _ap.add_argument("--threads", type=int, default=1)
 _ap.add_argument("--repeat", type=int, default=5)
-_ap.add_argument("--models", default="gpt,bert,gpt2,llama,mobilenet,resnet,t5,vit,whisper",
-                 help="'gpt' is the generated model; the rest are tests/models/<name>.onnx")
+_ap.add_argument("--models", default="gpt,bert-base,resnet50",
+                 help="gpt, bert-base, resnet50 (generated), or tests/models/<name>.onnx names "
+                      "(bert,gpt2,llama,mobilenet,resnet,t5,vit,whisper)")
 _ap.add_argument("--profile", metavar="NAME",
                  help="also print a cProfile (top 25, cumulative) of one pir run of NAME")
 ARGS = _ap.parse_args()
@@ -53,7 +53,7 @@ import onnxruntime as ort  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from pass_throughput import transformer  # noqa: E402
+import model_zoo  # noqa: E402
 
 import pir.codegen.tvm as ptvm  # noqa: E402,F401  (imports tvm with TVM_NUM_THREADS set)
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
@@ -66,28 +66,6 @@ from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
 
-class TimedInterpreter(TvmInterpreter):
-    """The tvm runtime, timing every op it executes (top-level ops of the function)."""
-
-    def __init__(self, *a, **kw):
-        super().__init__(*a, **kw)
-        self.split: dict[str, float] | None = None
-        self._timed_depth = 0  # region ops (of fusion.group) are exec'd too: time the outermost only
-
-    def exec(self, op) -> None:
-        if self.split is None or self._timed_depth:
-            return super().exec(op)
-        self._timed_depth += 1
-        t = time.perf_counter()
-        try:
-            super().exec(op)
-        finally:
-            self._timed_depth -= 1
-        dt = time.perf_counter() - t
-        key = f"kernel.tvm[{op.kind}]" if isinstance(op, TvmKernelOp) else op.name
-        self.split[key] += dt
-
-
 def best_time(fn, repeat: int) -> float:
     fn()  # warm up
     best = float("inf")
@@ -98,17 +76,16 @@ def best_time(fn, repeat: int) -> float:
     return best
 
 
-def gpt_model(layers: int, hidden: int, heads: int, seq: int):
-    model = transformer(layers, hidden, heads, seq)
-    x = np.random.default_rng(0).standard_normal((1, seq, hidden)).astype(np.float32)
-    return model, {"x": x}
-
-
 def load(name: str, args):
     if name == "gpt":
-        layers = 4 if args.full else args.layers
-        model, feeds = gpt_model(layers, args.hidden, args.heads, args.seq)
-        return f"gpt {layers}L h{args.hidden} s{args.seq}", model, feeds
+        model = model_zoo.transformer(args.layers, args.hidden, args.heads, args.seq)
+        return f"gpt {args.layers}L h{args.hidden} s{args.seq}", model, model_zoo.inputs(model)
+    if name == "bert-base":
+        model = model_zoo.bert(args.layers, args.hidden, args.heads, args.seq)
+        return f"bert-base {args.layers}L s{args.seq}", model, model_zoo.inputs(model)
+    if name == "resnet50":
+        model = model_zoo.resnet50()
+        return "resnet50 224x224", model, model_zoo.inputs(model)
     model = onnx.load(str(ROOT / "tests" / "models" / f"{name}.onnx"))
     return name, model, dict(np.load(ROOT / "tests" / "models" / f"{name}.inputs.npz"))
 
@@ -126,13 +103,11 @@ def main() -> None:
             PassManager(parse_pipeline(FUSE)).run(module)
             report = codegen_module(module, "llvm")
             t1 = time.perf_counter()
-            interp = TimedInterpreter(module)
+            interp = TvmInterpreter(module)
             t2 = time.perf_counter()
             fn = module.funcs[0]
 
             def pir_run():
-                interp.values.clear()
-                interp.symbols.clear()
                 return interp.run(fn, feeds)
 
             path = os.path.join(tmp, f"{name}.onnx")
@@ -151,12 +126,16 @@ def main() -> None:
                       for k, v in theirs.items() if k in ours)
             t_pir = best_time(pir_run, args.repeat)
             t_ort = best_time(lambda: sess.run(None, feeds), args.repeat)
-            # one more run, timed per op
-            interp.split = defaultdict(float)
+            # one more run, timed per op (the runtime's --profile), split by op kind
+            interp.profile = prof = {}
             t = time.perf_counter()
             pir_run()
             total = time.perf_counter() - t
-            split, interp.split = interp.split, None
+            interp.profile = None
+            kinds = {op.symbol: op.kind for op in module.walk() if isinstance(op, TvmKernelOp)}
+            split = defaultdict(float)
+            for (what, name), (_, dt) in prof.items():
+                split[f"kernel.tvm[{kinds[name]}]" if what == "kernel" else name] += dt
             n_kernels = sum(isinstance(op, TvmKernelOp) for op in fn.entry.ops)
             rows.append((label, len(fn.entry.ops), n_kernels, len(report.kept), t1 - t0, t2 - t1,
                          err, t_pir, t_ort))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pir.codegen.tvm.dims import derived_dims
 from pir.errors import PirError
 from pir.ir.core import Block
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
@@ -57,9 +58,20 @@ def _attr_text(v) -> str:
     return repr(v)
 
 
+def _constant_text(arr: np.ndarray) -> str:
+    """A splat's value (the lowering makes it an immediate); any other constant is a kernel
+    parameter (pir.codegen.tvm.lower._constant), whose values do not change the kernel."""
+    flat = arr.reshape(-1)
+    if flat.size > 0 and flat[0] == flat[-1] and (flat == flat[0]).all():
+        return f"splat {arr.dtype} {flat[0]!r}"
+    return "param"
+
+
 def group_key(block: Block) -> str:
     """What a group computes, without its value names or locations: two groups with the same
-    key compile to the same kernel."""
+    key compile to the same kernel.  Constants other than splats count by their type only:
+    they are parameters of the kernel, so groups that differ in their weights alone (the
+    layers of a model) share one, and the runtime passes each kernel op its own."""
     index = {a: f"a{i}" for i, a in enumerate(block.args)}
     parts = ["(" + ", ".join(str(a.type) for a in block.args) + ")"]
     for k, op in enumerate(block.ops):
@@ -67,7 +79,7 @@ def group_key(block: Block) -> str:
             index[r] = f"v{k}.{j}"
         attrs = dict(op.attributes)
         if isinstance(op, ConstantOp):
-            attrs = {"value": np.asarray(constant_value(op))}
+            attrs = {"value": _constant_text(np.asarray(constant_value(op)))}
         args = ", ".join(index.get(v, "?") for v in op.operands)
         attr_text = ", ".join(f"{key}={_attr_text(attrs[key])}" for key in sorted(attrs))
         types = ", ".join(str(r.type) for r in op.results)
@@ -81,45 +93,53 @@ class CodegenReport:
 
     kernels: int = 0
     sources: int = 0
+    matmuls: int = 0  # matmuls and convolutions by constant weights (with their epilogues)
     kept: list[tuple[str, str]] = field(default_factory=list)  # (group name, reason)
 
     def lines(self) -> list[str]:
         out = [f"codegen: {self.kernels} fusion groups -> kernel.tvm ({self.sources} distinct "
-               f"kernels), {len(self.kept)} left as fusion.group"]
+               f"kernels; {self.matmuls} of them matmuls or convolutions with their "
+               f"epilogues), "
+               f"{len(self.kept)} left as fusion.group"]
         out += [f"  kept %{name}: {reason}" for name, reason in self.kept]
         return out
 
 
-def _dims(t) -> set[str]:
-    shape = getattr(t, "shape", None) or ()
-    return {d for d in shape if isinstance(d, str)}
+def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None = None) -> str:
+    from pir.codegen.tvm.source_cache import cached_source
+
+    derived_dims(block)  # raises for a dim the kernel could not size
+    # the source depends only on the group, the symbol and this package: cached on disk
+    key = group_key(block) if key is None else key  # hashing weights is not free: reuse it
+    return cached_source(key, symbol, lambda: _schedule(block, symbol, kind))
 
 
-def _check_dims(block: Block) -> None:
-    """A kernel learns its symbolic dims from its input shapes: a value whose dim no input
-    shows (a reshape of BxS to Nx1) has a size only known after running the region."""
-    known = set().union(*(_dims(a.type) for a in block.args)) if block.args else set()
-    for op in block.ops:
-        for r in op.results:
-            extra = sorted(_dims(r.type) - known)
-            if extra:
-                raise PirError(f"dim '{extra[0]}' of %{r.name} is not a dim of any input, so "
-                               "the kernel cannot size it")
-
-
-def _lower(block: Block, symbol: str) -> str:
+def _schedule(block: Block, symbol: str, kind: str | None):
+    """The scheduled IRModule of ``block``: matmul groups get the register-tiled GEMM
+    schedule, every other group (and a matmul it does not fit) the generic CPU one."""
+    from pir.codegen.tvm.conv import CONV
+    from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
     from pir.codegen.tvm.lower import lower_block
     from pir.codegen.tvm.schedule import schedule_cpu
 
-    _check_dims(block)
-    return schedule_cpu(lower_block(block, symbol)).script()
+    kernel = lower_block(block, symbol)
+    if kind in (MATMUL, CONV):
+        sch = schedule_matmul(kernel, split_cols=kind == CONV)
+        if sch is not None:
+            return sch.mod
+    return schedule_cpu(kernel)
 
 
 def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
     """Replace each lowerable fusion.group of ``module`` by a kernel.tvm op (in place)."""
     if target not in TARGETS:
         raise PirError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
+    from pir.codegen.tvm.conv import form_conv_groups
+    from pir.codegen.tvm.gemm import form_matmul_groups
+
     report = CodegenReport()
+    for func in module.funcs:
+        report.matmuls += form_matmul_groups(func.entry) + form_conv_groups(func.entry)
     used: set[str] = {op.symbol for op in module.walk() if isinstance(op, TvmKernelOp)}
     made: dict[str, tuple[str, str]] = {}  # group key -> (symbol, source)
     failed: dict[str, str] = {}  # group key -> reason
@@ -134,7 +154,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
             while symbol in used:
                 symbol, k = f"{mangle(first)}_{k}", k + 1
             try:
-                source = _lower(group.body.block, symbol)
+                source = _lower(group.body.block, symbol, group.kind, key)
             except Exception as e:  # noqa: BLE001 - any lowering failure keeps the group
                 reason = e.message if isinstance(e, PirError) else (
                     f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")

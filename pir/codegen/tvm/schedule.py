@@ -37,6 +37,9 @@ __all__ = ["schedule_cpu", "VECTOR_BYTES"]
 #: each 64-byte vector into two, which costs nothing, so one width serves both.
 VECTOR_BYTES = 64
 
+#: A computed (not pure-load) value with more consumers than this is not inlined.
+_MAX_INLINE_CONSUMERS = 2
+
 
 def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm.IRModule:
     """The scheduled IRModule of ``kernel`` (its one PrimFunc named ``kernel.name``)."""
@@ -65,9 +68,18 @@ class _Scheduler:
         outs = {self.sch.get(b).name_hint for b in self.sch.get_output_blocks("root")}
         return self.sch.get(block).name_hint in outs
 
+    def store(self, block):
+        """The one store of ``block``, or None for a block that writes several buffers (an
+        arg reduction's index and value), which the steps below leave alone."""
+        body = self.sch.get(block).body
+        return body if hasattr(body, "buffer") and hasattr(body, "value") else None
+
     def is_pure_load(self, block) -> bool:
         """A block that only moves data (an index map): inlining it never repeats work."""
-        value = self.sch.get(block).body.value
+        store = self.store(block)
+        if store is None:
+            return False
+        value = store.value
         while isinstance(value, tirx.Cast):
             value = value.value
         # TVM 0.27 represents a buffer read as ``tvm.ir.expr.TensorLoad`` (tirx.BufferLoad is
@@ -78,13 +90,19 @@ class _Scheduler:
         """A value per row (its reduced dims have size 1), e.g. rsqrt(var + eps): computed
         once per row under the row loop rather than inlined into every element."""
         inner = self.kernel.reduce_inner or 0
-        shape = self.sch.get(block).body.buffer.shape
+        store = self.store(block)
+        if store is None:
+            return False
+        shape = store.buffer.shape
         rank = len(self.kernel.outputs[0].shape)
         return inner > 0 and len(shape) == rank and all(
             isinstance(d, tirx.IntImm) and d.value == 1 for d in shape[rank - inner:])
 
     def lanes(self, block) -> int:
-        dtype = self.sch.get(block).body.buffer.dtype
+        store = self.store(block)
+        if store is None:
+            return 1
+        dtype = store.buffer.dtype
         return max(1, self.vector_bytes // max(1, tvm.DataType(str(dtype)).bits // 8))
 
     # -- steps ---------------------------------------------------------------------------
@@ -98,11 +116,21 @@ class _Scheduler:
             self.schedule_alone(b)
 
     def inline(self, keep_shared: bool) -> None:
+        # consumers counted before any inlining: inlining the consumers first merges them
+        # into one block, which would hide that the value is read many times
+        readers = {self.sch.get(b).name_hint: len(self.sch.get_consumers(b))
+                   for b in self.blocks()}
         for b in reversed(self.blocks()):
             if self.is_output(b) or self.is_reduction(b):
                 continue
+            consumers = readers[self.sch.get(b).name_hint]
             shared = len(self.sch.get_consumers(b)) > 1
             if keep_shared and (shared or self.is_row_value(b)) and not self.is_pure_load(b):
+                continue
+            if consumers > _MAX_INLINE_CONSUMERS and not self.is_pure_load(b):
+                # a value read by many consumers (the padded input of a max-pool's 9 window
+                # slices) is computed once into a buffer: inlined, its expression would be
+                # recomputed per consumer, and TVM's inlining slows to minutes on such trees
                 continue
             try:
                 self.sch.compute_inline(b)
@@ -196,7 +224,7 @@ class _Scheduler:
         sch = self.sch
         loops = sch.get_loops(block)
         n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in sch.get(block).iter_vars)
-        if n_reduce != 1 or not loops:
+        if n_reduce != 1 or not loops or self.store(block) is None:
             return None
         extent = sch.get(loops[-1]).extent  # TE puts the reduce loop innermost
         lanes = self.lanes(block)

@@ -24,8 +24,10 @@ from pir.ir.opdef import IsolatedFromAbove, Pure, Terminator, attr, operand, reg
 __all__ = ["RegionGroup", "GroupOp", "YieldOp", "GROUP_KINDS"]
 
 #: What a group holds, from the most to the least constrained schedule: only elementwise
-#: ops and broadcasts; also data movement (reshape, transpose, slice, ...); reductions.
-GROUP_KINDS = ("elementwise", "injective", "reduction")
+#: ops and broadcasts; also data movement (reshape, transpose, slice, ...); reductions; a
+#: matmul or a convolution by constant weights with its epilogue (codegen forms these, see
+#: pir.codegen.tvm.gemm and conv).
+GROUP_KINDS = ("elementwise", "injective", "reduction", "matmul", "conv")
 
 
 class RegionGroup(Operation):

@@ -144,6 +144,9 @@ class Interpreter:
         missing = [n for n in names if n not in inputs]
         if missing:
             raise PirError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        if self.depth == 0:  # a new run binds its dims afresh (a new batch size)
+            self.symbols.clear()
+            self.values.clear()
         arrays = []
         for a in args:
             arr = np.asarray(inputs[a.name])

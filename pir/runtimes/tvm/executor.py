@@ -20,11 +20,14 @@ import numpy as np
 import tvm
 
 from pir.codegen.tvm.build import host_target
+from pir.codegen.tvm.dims import derived_dims, solve
 from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
 from pir.runtimes.reference.interpreter import Interpreter
+from pir.runtimes.tvm.plan import ALIGN as _ALIGN
+from pir.runtimes.tvm.plan import Plan, aligned_empty
 
 __all__ = ["CompiledProgram", "TvmInterpreter", "cache_dir", "compile_program", "stats"]
 
@@ -46,6 +49,18 @@ def cache_dir() -> pathlib.Path:
 class _Kernel:
     fn: object
     params: list  # tvm tensors of the region's non-splat constants
+    derived: dict  # dims the kernel computes from its inputs' (pir.codegen.tvm.dims)
+
+    def sizes(self, op: TvmKernelOp, arrays, symbols: dict[str, int]) -> dict[str, int]:
+        """The value of every symbolic dim of the kernel, from its inputs' shapes."""
+        sizes = dict(symbols)
+        for a, arr in zip(op.body.block.args, arrays):
+            t = a.type
+            if isinstance(t, TensorType) and t.shape is not None:
+                for d, n in zip(t.shape, np.shape(arr)):
+                    if isinstance(d, str):
+                        sizes.setdefault(d, n)
+        return solve(self.derived, sizes)
 
 
 class CompiledProgram:
@@ -58,26 +73,23 @@ class CompiledProgram:
         self.path = path
         self.from_cache = from_cache
         self.device = tvm.cpu()
-        self._kernels: dict[str, _Kernel] = {}
+        self._kernels: dict[TvmKernelOp, _Kernel] = {}
 
     def kernel(self, op: TvmKernelOp) -> _Kernel:
-        k = self._kernels.get(op.symbol)
+        # per op, not per symbol: ops that share a kernel (pir.codegen.tvm.codegen.group_key)
+        # may hold different constants, its parameters (each layer its own weights)
+        k = self._kernels.get(op)
         if k is None:
             k = _Kernel(self.module[op.symbol], [tvm.runtime.tensor(a, self.device)
-                                                 for a in _params(op)])
-            self._kernels[op.symbol] = k
+                                                 for a in _params(op)],
+                        derived_dims(op.body.block))
+            self._kernels[op] = k
         return k
 
     def run(self, op: TvmKernelOp, arrays: list[np.ndarray],
             symbols: dict[str, int]) -> list[np.ndarray]:
         k = self.kernel(op)
-        sizes = dict(symbols)
-        for a, arr in zip(op.body.block.args, arrays):
-            t = a.type
-            if isinstance(t, TensorType) and t.shape is not None:
-                for d, n in zip(t.shape, np.shape(arr)):
-                    if isinstance(d, str):
-                        sizes.setdefault(d, n)
+        sizes = k.sizes(op, arrays, symbols)
         ins = [_as_tvm(a, self.device)[0] for a in arrays]
         outs, results = [], []
         for r in op.results:
@@ -94,16 +106,7 @@ class CompiledProgram:
         return [a if a is not None else o.numpy() for o, a in zip(outs, results)]
 
 
-_ALIGN = 64  # TVM only shares (DLPack) memory aligned to 64 bytes
-
-
-def _aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An uninitialised C-ordered array whose data start on a 64-byte boundary."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + _ALIGN, np.uint8)
-    start = -buf.ctypes.data % _ALIGN
-    return buf[start:start + nbytes].view(dtype).reshape(shape)
+_aligned_empty = aligned_empty
 
 
 def _as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | None]:
@@ -175,14 +178,23 @@ def compile_program(module: ModuleOp, target=None, use_cache: bool = True) -> Co
         stats["compiled"] += 1
         if use_cache and lib is not None:
             _export(lib, path)
+            # the export made the machine code: load it, or the in-memory module would make
+            # it again (LLVM JIT) on its first call
+            lib = tvm.runtime.load_module(str(path))
         prog = CompiledProgram(lib, key, path if use_cache else None, False)
     _LOADED[key] = prog
     return prog
 
 
 def _build_sources(sources: dict[str, str], target) -> tvm.runtime.Module:
+    from pir.codegen.tvm.source_cache import made_func
+
     merged = tvm.IRModule({})
     for sym, src in sources.items():
+        made = made_func(src, sym)  # codegen made it in this process: no need to parse
+        if made is not None:
+            merged[sym] = made
+            continue
         try:
             mod = tvm.script.from_source(src)
         except Exception as e:  # noqa: BLE001 - TVM's parser raises many kinds
@@ -216,9 +228,11 @@ class TvmInterpreter(Interpreter):
     """The reference interpreter, with kernel.tvm ops run by their compiled code."""
 
     def __init__(self, module: ModuleOp | None, keep_values: bool = False, target=None,
-                 use_cache: bool = True, profile: dict | None = None):
+                 use_cache: bool = True, profile: dict | None = None, planned: bool = True):
         super().__init__(module, keep_values, profile)
         self.program = compile_program(module, target, use_cache) if module is not None else None
+        self.planned = planned
+        self._plans: dict = {}
 
     def profile_key(self, op) -> tuple[str, str]:
         """A compiled kernel's entry is ("kernel", its symbol); other ops' as the reference's."""
@@ -226,6 +240,22 @@ class TvmInterpreter(Interpreter):
                 and self.program.module is not None:
             return ("kernel", op.symbol)
         return super().profile_key(op)
+
+    def call(self, fn, arrays):
+        """A top-level function runs through its execution plan (pir.runtimes.tvm.plan), made
+        once per binding of its symbolic dims; calls from inside it are interpreted."""
+        if self.program is None or self.program.module is None or self.depth > 0 \
+                or not self.planned:
+            return super().call(fn, arrays)
+        key = (fn, tuple(sorted(self.symbols.items())))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = Plan(self, fn.entry, self.symbols)
+        self.depth += 1
+        try:
+            return plan.run(arrays)
+        finally:
+            self.depth -= 1
 
     def exec(self, op) -> None:
         if not isinstance(op, TvmKernelOp) or self.program is None or self.program.module is None:

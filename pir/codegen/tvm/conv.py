@@ -1,0 +1,137 @@
+"""Convolutions by constant weights as TVM GEMM kernels: im2col, then the matmul schedule.
+
+A 2-d ``prim.conv`` (one group, no input dilation, float32) whose kernel is a constant becomes,
+with its elementwise epilogue (batch norm, relu, a residual add), a ``fusion.group`` of kind
+``conv``::
+
+    %wt = builtin.constant : tensor<C x R x S x O xf32>    (the weights, output channel last)
+    %w  = prim.transpose(%wt) {permutation = [3, 0, 1, 2]} : tensor<O x C x R x S xf32>
+    %y  = prim.conv(%x, %w) {...}
+    ... the epilogue's ops on %y ...
+
+The lowering computes the convolution as a GEMM over the output positions ``P = H' x W'``:
+``col[n, c, r, s, y, x]`` gathers the input window (zero padding included), and
+``gemm[n, p, o] = sum over c, r, s of col[n, c, r, s, p] * w[o, c, r, s]``, which the matmul
+schedule (:func:`pir.codegen.tvm.gemm.schedule_matmul`) tiles: a few output positions (rows)
+by 32 output channels (two vectors, loaded from the ``[C, R, S, O]`` weights), accumulated in
+registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.  A 1x1 stride-1
+convolution needs no im2col copy: ``col`` is a reshape of the input, and is inlined.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tvm import te, tirx
+
+from pir.codegen.tvm.gemm import _epilogue, _panel, form_group
+from pir.codegen.tvm.lower import RULES, tvm_dtype
+from pir.errors import PirError
+from pir.ir.core import Block, Operation, Value
+from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
+from pir.ir.types import DType, TensorType
+
+__all__ = ["form_conv_groups", "CONV"]
+
+CONV = "conv"
+
+
+def _supported(op: Operation) -> str | None:
+    """Why the TE rule cannot take ``op`` (None when it can)."""
+    xt, kt = op.operands[0].type, op.operands[1].type
+    if not (isinstance(xt, TensorType) and isinstance(kt, TensorType)) or xt.shape is None \
+            or kt.shape is None or len(xt.shape) != 4:
+        return "only 2-d convolutions of ranked tensors"
+    if op.feature_group_count != 1:
+        return "grouped convolutions stay library calls"
+    w = op.window(2)
+    if w["lhs_dilation"] != (1, 1):
+        return "input dilation (transposed convolution) stays a library call"
+    if not all(isinstance(d, int) for d in xt.shape[1:]) or \
+            not all(isinstance(d, int) for d in kt.shape):
+        return "channels and spatial dims must be static"
+    return None
+
+
+def _conv(op, ins, ctx, name):
+    """The im2col + GEMM form of a 2-d convolution (see the module docstring)."""
+    why = _supported(op)
+    if why is not None:
+        raise PirError(f"tvm codegen: {op.describe()}: {why}")
+    x, w = ins
+    n = ctx.dim(op.operands[0].type.shape[0])
+    _, c, h, wd = op.operands[0].type.shape
+    o, _, kr, ks = op.operands[1].type.shape
+    _, _, ho, wo = op.results[0].type.shape
+    win = op.window(2)
+    (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
+    (ph, pw) = win["padding_low"]
+    dtype = tvm_dtype(op.results[0].type.dtype)
+    # the window stays inside the input when there is no padding: a plain load, which the
+    # schedule inlines for 1x1 stride-1 convolutions (no copy at all)
+    padded = ph > 0 or pw > 0 or (ho - 1) * sh + (kr - 1) * dh >= h + ph \
+        or (wo - 1) * sw + (ks - 1) * dw >= wd + pw
+
+    def window(b, ci, r, s, y, xx):
+        iy = y * sh + r * dh - ph
+        ix = xx * sw + s * dw - pw
+        if not padded:
+            return x(b, ci, iy, ix)
+        inside = tirx.all(iy >= 0, iy < h, ix >= 0, ix < wd)
+        return tirx.if_then_else(inside, x(b, ci, iy, ix), tirx.const(0, dtype))
+
+    col = te.compute((n, c, kr, ks, ho, wo), window, name=f"{name}_col")
+    rc = te.reduce_axis((0, c), name=f"{name}_c")
+    rr = te.reduce_axis((0, kr), name=f"{name}_r")
+    rs = te.reduce_axis((0, ks), name=f"{name}_s")
+    gemm = te.compute(
+        (n, ho * wo, o),
+        lambda b, p, oc: te.sum(col[b, rc, rr, rs, p // wo, p % wo] * w[oc, rc, rr, rs],
+                                axis=[rc, rr, rs]), name=f"{name}_gemm")
+    return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, y * wo + xx, oc], name=name)
+
+
+RULES["prim.conv"] = _conv
+
+
+def _conv_weights(op: Operation) -> np.ndarray | None:
+    """The [O, C, R, S] weights of a convolution this module compiles, else None."""
+    if op.name != "prim.conv" or _supported(op) is not None:
+        return None
+    if op.operands[0].type.dtype != DType.F32 or op.operands[1].type.dtype != DType.F32:
+        return None
+    if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
+        return None
+    w = np.asarray(constant_value(op.operands[1].op))
+    if _panel(w.shape[0]) is None:
+        return None
+    return w
+
+
+def form_conv_groups(block: Block) -> int:
+    """Replace each convolution of ``block`` this module compiles (and its epilogue group)
+    by one ``conv`` group."""
+    from pir.ir.dialects.prim.linalg import ConvOp
+    from pir.ir.dialects.prim.shape import TransposeOp
+
+    count = 0
+    for op in list(block.ops):
+        w = _conv_weights(op)
+        if w is None:
+            continue
+        name = op.results[0].name or "conv"
+
+        def core(body: Block, x_arg: Value, op=op, w=w, name=name) -> Value:
+            wt = np.ascontiguousarray(w.transpose(1, 2, 3, 0))
+            c = body.append(make_constant(enclosing_module(op), wt, f"{name}.weights", op.loc))
+            kt = body.append(TransposeOp.build(c.results[0], permutation=[3, 0, 1, 2],
+                                               loc=op.loc, result_names=[f"{name}.w"]))
+            attrs = {k: op.attributes[k] for k in op.attributes}
+            conv = body.append(ConvOp.build(x_arg, kt.results[0], loc=op.loc,
+                                            result_types=[op.results[0].type],
+                                            result_names=[name], **attrs))
+            return conv.results[0]
+
+        form_group(op, core, _epilogue(op), CONV)
+        count += 1
+    return count

@@ -1,0 +1,66 @@
+"""Symbolic dims that a kernel computes rather than reads: ``[batch, seq, 768] -> [unk, 768]``.
+
+A compiled kernel learns its symbolic sizes from the shapes of its buffers.  A dim that first
+appears inside a group, on the result of a reshape (ONNX shape inference names the flattened
+``batch * seq`` rows ``unk__12``), is still determined: the reshape keeps the element count,
+so when the result has one such dim, it is the source's element count divided by the other
+result dims.  :func:`derived_dims` finds those dims once per group; the lowering writes each as
+that quotient of TVM size expressions, and the runtime computes its value the same way before
+it sizes the kernel's outputs (:func:`solve`).  A dim that no input shows and no reshape
+determines (a range whose length is computed) keeps the group uncompiled.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from pir.errors import PirError
+from pir.ir.core import Block
+from pir.ir.types import TensorType
+
+__all__ = ["derived_dims", "solve", "symbols_of"]
+
+#: a derived dim: (the reshape source's dims, the result's other dims); value = prod / prod
+Derived = tuple[tuple, tuple]
+
+
+def symbols_of(t) -> set[str]:
+    shape = getattr(t, "shape", None) or ()
+    return {d for d in shape if isinstance(d, str)}
+
+
+def derived_dims(block: Block) -> dict[str, Derived]:
+    """The dims of ``block`` that no argument shows, each found from the reshape that makes it;
+    raise :class:`PirError` for a dim that cannot be found that way."""
+    known = set().union(*(symbols_of(a.type) for a in block.args)) if block.args else set()
+    out: dict[str, Derived] = {}
+    for op in block.ops:
+        for r in op.results:
+            new = symbols_of(r.type) - known
+            if not new:
+                continue
+            src = op.operands[0].type if op.operands else None
+            if (op.name == "prim.reshape" and len(new) == 1 and isinstance(src, TensorType)
+                    and src.shape is not None and None not in src.shape
+                    and not (symbols_of(src) - known)):
+                (sym,) = new
+                if list(r.type.shape).count(sym) == 1 and None not in r.type.shape:
+                    out[sym] = (tuple(src.shape), tuple(d for d in r.type.shape if d != sym))
+                    known.add(sym)
+                    continue
+            raise PirError(f"dim '{sorted(new)[0]}' of %{r.name} is not a dim of any input, so "
+                           "the kernel cannot size it")
+    return out
+
+
+def solve(derived: dict[str, Derived], sizes: dict[str, int]) -> dict[str, int]:
+    """``sizes`` with the value of every derived dim whose source dims it holds added (in
+    the order they were found)."""
+    sizes = dict(sizes)
+    for sym, (src, others) in derived.items():
+        if sym in sizes or any(isinstance(d, str) and d not in sizes for d in src + others):
+            continue
+        num = prod(sizes[d] if isinstance(d, str) else d for d in src)
+        den = prod(sizes[d] if isinstance(d, str) else d for d in others)
+        sizes[sym] = num // den if den else 0
+    return sizes

@@ -1,0 +1,303 @@
+"""The execution plan of a compiled function: buffers planned once by liveness, one step per op.
+
+Interpreting a compiled program op by op costs tens of microseconds an op in Python (type
+checks, wrapping numpy arrays for TVM, allocating every result).  A :class:`Plan` does that
+work once per function and binding of its symbolic dims (the sizes the inputs fix):
+
+* **Buffers.**  Every result of a kernel or library call whose size the binding fixes gets a
+  slot: a 64-byte aligned byte buffer (TVM shares aligned memory only) that is allocated once
+  and reused, by liveness, for later results of a size it holds: a slot is free again after
+  the last use of its value and of every value that may be a view of it (a reshape or
+  transpose the reference rules compute as a numpy view).  TVM tensors over the slots and the
+  constants are made once too.  Slots that a function output may view are not reused across
+  runs (the caller keeps the arrays it got): they are allocated afresh on every run.
+* **Steps.**  A kernel is one call of its compiled function on prepared tensors; a matmul
+  (``prim.dot_general`` in matmul form, float32) is ``np.matmul`` into its slot; every other
+  op runs on the reference rules, checked as in the reference runtime.
+
+Anything a plan cannot size (a dim bound only by a value computed inside the run) runs as the
+interpreter would run it, so a plan is an optimisation, never a change of meaning.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import numpy as np
+
+import tvm
+
+from pir.codegen.tvm.dims import solve
+from pir.ir.core import Block, Operation, Value
+from pir.ir.dialects.builtin import ConstantOp, constant_value
+from pir.ir.dialects.kernel import TvmKernelOp
+from pir.ir.opdef import Terminator
+from pir.ir.types import DType, TensorType
+
+__all__ = ["Plan", "ALIGN", "aligned_empty"]
+
+ALIGN = 64  # TVM only shares (DLPack) memory aligned to 64 bytes
+
+
+def aligned_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """An uninitialised C-ordered array whose data start on a 64-byte boundary."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    buf = np.empty(nbytes + ALIGN, np.uint8)
+    start = -buf.ctypes.data % ALIGN
+    return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def _static_shape(t, symbols: dict[str, int]) -> tuple[int, ...] | None:
+    """``t``'s shape under ``symbols``, or None when a dim is unknown or unbound."""
+    if not isinstance(t, TensorType) or t.shape is None or t.dtype is DType.STRING:
+        return None
+    out = []
+    for d in t.shape:
+        if isinstance(d, int):
+            out.append(d)
+        elif isinstance(d, str) and d in symbols:
+            out.append(symbols[d])
+        else:
+            return None
+    return tuple(out)
+
+
+def matmul_form(op: Operation) -> bool:
+    """A float32 dot_general numpy's matmul computes as is: ``[..., M, K] x [..., K, N]``
+    (or ``[K, N]`` weights), batch dims leading and in order."""
+    if op.name != "prim.dot_general":
+        return False
+    lt, rt = op.operands[0].type, op.operands[1].type
+    if not (isinstance(lt, TensorType) and isinstance(rt, TensorType)) or lt.shape is None \
+            or rt.shape is None or lt.dtype != DType.F32 or rt.dtype != DType.F32:
+        return False
+    lr, rr = len(lt.shape), len(rt.shape)
+    lb, rb = list(op.lhs_batching_dimensions), list(op.rhs_batching_dimensions)
+    nb = len(lb)
+    if lb != list(range(nb)) or rb != list(range(nb)):
+        return False
+    if list(op.lhs_contracting_dimensions) != [lr - 1] or lr < nb + 1:
+        return False
+    if nb == 0:
+        return rr == 2 and list(op.rhs_contracting_dimensions) == [0]
+    return rr == nb + 2 and list(op.rhs_contracting_dimensions) == [nb] and lr == nb + 2
+
+
+class _Slot:
+    __slots__ = ("nbytes", "buf", "fresh")
+
+    def __init__(self, nbytes: int):
+        self.nbytes = nbytes
+        self.buf = aligned_empty((max(nbytes, 1),), np.uint8)
+        self.fresh = False  # a function output may view it: a new buffer every run
+
+
+class Plan:
+    """Steps and buffers for one function entry block under one binding of its dims."""
+
+    def __init__(self, interp, block: Block, symbols: dict[str, int]):
+        self.interp = interp
+        self.program = interp.program
+        self.block = block
+        self.symbols = dict(symbols)
+        self.slots: list[_Slot] = []
+        self.slot_of: dict[Value, int] = {}  # results written into a slot
+        self.views: dict[Value, np.ndarray] = {}  # and their arrays (views of the slot)
+        self.tensors: dict[Value, tvm.runtime.Tensor] = {}  # TVM tensors made once
+        self.constants: dict[Value, np.ndarray] = {}
+        self.steps: list[tuple[Operation, Callable[[], None]]] = []
+        self._assign_slots()
+        self._make_steps()
+
+    # -- planning ----------------------------------------------------------------------------
+
+    def _planned(self, op: Operation) -> bool:
+        return isinstance(op, TvmKernelOp) or matmul_form(op)
+
+    def _assign_slots(self) -> None:
+        ops = [op for op in self.block.ops if Terminator not in op.traits]
+        term = self.block.ops[-1] if self.block.ops else None
+        last = {}
+        for i, op in enumerate(ops):
+            for v in op.operands:
+                last[v] = i
+        returned = set(term.operands) if term is not None else set()
+        roots: dict[Value, set[int]] = {}  # value -> slots it may view
+        holders: dict[int, list[Value]] = {}  # slot -> values that may view it
+        free: list[int] = []
+        for i, op in enumerate(ops):
+            if isinstance(op, ConstantOp):
+                continue
+            if self._planned(op):
+                if isinstance(op, TvmKernelOp):  # dims the kernel computes (a flatten)
+                    self.symbols = solve(self.program.kernel(op).derived, self.symbols)
+                for r in op.results:
+                    shape = _static_shape(r.type, self.symbols)
+                    if shape is None:
+                        continue
+                    nbytes = int(np.prod(shape, dtype=np.int64)) * r.type.dtype.numpy.itemsize
+                    s = self._take(free, nbytes)
+                    self.slot_of[r] = s
+                    roots[r] = {s}
+                    holders.setdefault(s, []).append(r)
+            else:
+                # a reference rule may return a view of any operand (numpy reshape, transpose)
+                shared = set().union(*(roots.get(v, set()) for v in op.operands)) \
+                    if op.operands else set()
+                for r in op.results:
+                    if shared:
+                        roots[r] = shared
+                        for s in shared:
+                            holders[s].append(r)
+            # free the slots whose every holder is dead after this op
+            for v in op.operands:
+                if last.get(v) == i:
+                    for s in roots.get(v, ()):
+                        if s not in free and all(last.get(h, -1) <= i and h not in returned
+                                                 for h in holders[s]):
+                            free.append(s)
+            for r in op.results:  # a result nobody reads frees its slot at once
+                if r not in last and r not in returned:
+                    for s in roots.get(r, ()):
+                        if s not in free and all(last.get(h, -1) <= i and h not in returned
+                                                 for h in holders[s]):
+                            free.append(s)
+        for v in returned:
+            for s in roots.get(v, ()):
+                self.slots[s].fresh = True
+        for v, s in self.slot_of.items():
+            self.views[v] = self._view(s, v)
+
+    def _take(self, free: list[int], nbytes: int) -> int:
+        """The smallest free slot that holds ``nbytes``, else a new one."""
+        best = None
+        for k, s in enumerate(free):
+            n = self.slots[s].nbytes
+            if n >= nbytes and (best is None or n < self.slots[free[best]].nbytes):
+                best = k
+        if best is not None:
+            return free.pop(best)
+        self.slots.append(_Slot(nbytes))
+        return len(self.slots) - 1
+
+    def _view(self, s: int, v: Value) -> np.ndarray:
+        t = v.type
+        shape = _static_shape(t, self.symbols)
+        dtype = t.dtype.numpy
+        n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        return self.slots[s].buf[:n].view(dtype).reshape(shape)
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the planned buffers (the peak of what the steps write)."""
+        return sum(s.nbytes for s in self.slots)
+
+    # -- steps -------------------------------------------------------------------------------
+
+    def _make_steps(self) -> None:
+        for op in self.block.ops:
+            if Terminator in op.traits:
+                break
+            if isinstance(op, ConstantOp):
+                self.constants[op.results[0]] = constant_value(op)
+                continue
+            if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results):
+                self.steps.append((op, self._kernel_step(op)))
+            elif matmul_form(op) and op.results[0] in self.slot_of:
+                self.steps.append((op, self._matmul_step(op)))
+            else:
+                self.steps.append((op, self._reference_step(op)))
+
+    def _tensor(self, v: Value) -> tvm.runtime.Tensor | None:
+        """The TVM tensor of a planned or constant value, made once; None for others."""
+        t = self.tensors.get(v)
+        if t is None:
+            if v in self.views and not self.slots[self.slot_of[v]].fresh:
+                t = tvm.runtime.from_dlpack(self.views[v])
+            elif v in self.constants:
+                from pir.runtimes.tvm.executor import _as_tvm
+                t = _as_tvm(np.array(self.constants[v]), tvm.cpu())[0]
+            else:
+                return None
+            self.tensors[v] = t
+        return t
+
+    def _kernel_step(self, op: TvmKernelOp) -> Callable[[], None]:
+        from pir.runtimes.tvm.executor import _as_tvm
+
+        k = self.program.kernel(op)
+        fn, params = k.fn, k.params
+        values = self.interp.values
+        ins = [self._tensor(v) for v in op.operands]
+        dynamic = [i for i, t in enumerate(ins) if t is None]
+        operands = list(op.operands)
+        outs = list(op.results)
+        fresh = [self.slots[self.slot_of[r]].fresh for r in outs]
+        out_tensors = [None if f else self._tensor(r) for r, f in zip(outs, fresh)]
+        device = tvm.cpu()
+
+        def step() -> None:
+            args = list(ins)
+            for i in dynamic:
+                args[i] = _as_tvm(values[operands[i]], device)[0]
+            result_tensors = list(out_tensors)
+            for j, r in enumerate(outs):
+                if fresh[j]:
+                    arr = aligned_empty(self.views[r].shape, self.views[r].dtype)
+                    values[r] = arr
+                    result_tensors[j] = tvm.runtime.from_dlpack(arr)
+                else:
+                    values[r] = self.views[r]
+            fn(*args, *params, *result_tensors)
+
+        return step
+
+    def _matmul_step(self, op: Operation) -> Callable[[], None]:
+        values = self.interp.values
+        lhs, rhs = op.operands
+        r = op.results[0]
+        fresh = self.slots[self.slot_of[r]].fresh
+        out = self.views[r]
+
+        def step() -> None:
+            dst = aligned_empty(out.shape, out.dtype) if fresh else out
+            np.matmul(values[lhs], values[rhs], out=dst)
+            values[r] = dst
+
+        return step
+
+    def _reference_step(self, op: Operation) -> Callable[[], None]:
+        # the interpreter's own path: the reference rules (checked), or for a kernel the
+        # plan could not size, its compiled code with outputs sized from the inputs
+        return lambda: self.interp.exec(op)
+
+    # -- running -----------------------------------------------------------------------------
+
+    def run(self, args: list[np.ndarray]) -> list[np.ndarray]:
+        values = self.interp.values
+        for a, arr in zip(self.block.args, args):
+            values[a] = arr
+        values.update(self.constants)
+        # the dims the planned kernels compute, for the reference rules that need them
+        self.interp.symbols.update(self.symbols)
+        interp = self.interp
+        prof = interp.profile
+        if prof is None:
+            for _, step in self.steps:
+                step()
+        else:
+            # each step is one entry: ops nested in a group it runs are not timed apart
+            interp.profile = None
+            try:
+                for op, step in self.steps:
+                    t0 = time.perf_counter()
+                    step()
+                    entry = prof.setdefault(interp.profile_key(op), [0, 0.0])
+                    entry[0] += 1
+                    entry[1] += time.perf_counter() - t0
+            finally:
+                interp.profile = prof
+        term = self.block.ops[-1]
+        return [values[v] for v in term.operands]

@@ -1,0 +1,140 @@
+"""The tvm runtime's execution plan (pir/runtimes/tvm/plan.py) and kernels whose dims are
+computed by a reshape (pir/codegen/tvm/dims.py): buffers reused by liveness, results that
+survive the next run, one compile for several sizes, the profile."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import pytest
+
+pytest.importorskip("tvm")
+
+from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
+from pir.codegen.tvm.dims import derived_dims, solve  # noqa: E402
+from pir.frontends.onnx.importer import import_model  # noqa: E402
+from pir.ir.dialects.kernel import TvmKernelOp  # noqa: E402
+from pir.ir.parser import parse_module  # noqa: E402
+from pir.ir.printer import print_module  # noqa: E402
+from pir.passes.manager import PassManager  # noqa: E402
+from pir.passes.pipeline import parse_pipeline  # noqa: E402
+from pir.runtimes.reference import run_function  # noqa: E402
+from pir.runtimes.tvm import TvmInterpreter, executor, stats  # noqa: E402
+from pir.runtimes.tvm.plan import Plan  # noqa: E402
+
+FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PIR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(executor, "_LOADED", {})
+
+
+def _chain_model(layers: int = 4, d: int = 32):
+    """x -> (MatMul W_i, Relu, Softmax) x layers, then a Flatten of [B, S, d] to [B*S, d]
+    followed by a reduction, so that values of one size die while others are made."""
+    rng = np.random.default_rng(0)
+    nodes, inits, h = [], [], "x"
+    for i in range(layers):
+        w = (rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32)
+        inits.append(onnx.numpy_helper.from_array(w, f"w{i}"))
+        nodes += [oh.make_node("MatMul", [h, f"w{i}"], [f"m{i}"]),
+                  oh.make_node("Relu", [f"m{i}"], [f"r{i}"]),
+                  oh.make_node("Softmax", [f"r{i}"], [f"h{i}"], axis=-1)]
+        h = f"h{i}"
+    nodes += [oh.make_node("Flatten", [h], ["flat"], axis=2),
+              oh.make_node("Exp", ["flat"], ["e"]),
+              oh.make_node("ReduceSum", ["e"], ["y"], keepdims=0)]
+    graph = oh.make_graph(
+        nodes, "chain", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["B", "S", d])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None),
+         oh.make_tensor_value_info("h0", onnx.TensorProto.FLOAT, None)], inits)
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
+    model.ir_version = 10
+    return onnx.shape_inference.infer_shapes(model)
+
+
+def _compiled():
+    module = import_model(_chain_model())
+    PassManager(parse_pipeline(FUSE)).run(module)
+    reference = parse_module(print_module(module))
+    report = codegen_module(module, "llvm")
+    return module, reference, report
+
+
+def test_every_group_compiles_including_the_flatten():
+    module, _, report = _compiled()
+    assert not report.kept, report.lines()
+    flat = [op for op in module.walk() if isinstance(op, TvmKernelOp)
+            and derived_dims(op.body.block)]
+    assert flat, "the [B, S, d] -> [B*S, d] reshape should be a kernel with a derived dim"
+
+
+def test_plan_reuses_buffers_and_matches_reference():
+    module, reference, _ = _compiled()
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    x = np.random.default_rng(1).standard_normal((2, 8, 32)).astype(np.float32)
+    got = interp.run(fn, {"x": x})
+    want = run_function(reference, {"x": x})
+    for k in want:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-6)
+    (plan,) = interp._plans.values()
+    planned = sum(1 for op, _ in plan.steps if isinstance(op, TvmKernelOp))
+    assert planned >= 8
+    # layers of one size share buffers: far fewer slots than planned results
+    assert len(plan.slots) < len(plan.slot_of) / 2
+
+
+def test_results_survive_the_next_run_and_sizes_change_without_recompiling():
+    module, reference, _ = _compiled()
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    compiled = stats["compiled"]
+    rng = np.random.default_rng(2)
+    runs = []
+    for shape in [(2, 8, 32), (3, 5, 32), (2, 8, 32)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        runs.append((x, interp.run(fn, {"x": x})))
+    assert stats["compiled"] == compiled  # one build, three runs, two sizes
+    assert len(interp._plans) == 2  # one plan per binding of B and S
+    for x, got in runs:  # earlier results were not overwritten by later runs
+        want = run_function(reference, {"x": x})
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-6)
+
+
+def test_profile_has_one_entry_per_kernel_and_library_call():
+    module, _, _ = _compiled()
+    prof: dict = {}
+    interp = TvmInterpreter(module, profile=prof)
+    interp.run(module.funcs[0], {"x": np.ones((1, 4, 32), np.float32)})
+    kernels = {op.symbol for op in module.funcs[0].entry.ops if isinstance(op, TvmKernelOp)}
+    assert {name for (what, name) in prof if what == "kernel"} == kernels
+    assert all(calls >= 1 and secs >= 0 for calls, secs in prof.values())
+
+
+def test_solve_derived_dims():
+    derived = {"unk": (("B", "S", 4), (4,)), "half": (("unk",), (2,))}
+    assert solve(derived, {"B": 3, "S": 5}) == {"B": 3, "S": 5, "unk": 15, "half": 7}
+    assert solve(derived, {"B": 3}) == {"B": 3}  # S unknown: nothing derived
+
+
+def test_values_sharing_a_slot_never_overlap_in_time():
+    module, _, _ = _compiled()
+    interp = TvmInterpreter(module)
+    interp.symbols.update({"B": 2, "S": 8})
+    plan = Plan(interp, module.funcs[0].entry, interp.symbols)
+    ops = [op for op, _ in plan.steps]
+    index = {op: i for i, op in enumerate(ops)}
+    live: dict[int, list[tuple[int, int]]] = {}
+    for v, s in plan.slot_of.items():
+        start = index[v.op]
+        end = max([index.get(u.op, len(ops)) for u in v.uses] + [start])
+        live.setdefault(s, []).append((start, end))
+    for spans in live.values():  # values sharing a slot never overlap in time
+        spans.sort()
+        for (a0, a1), (b0, _) in zip(spans, spans[1:]):
+            assert a1 < b0, spans
