@@ -4,8 +4,9 @@ A 2-d ``prim.conv`` (one group, no input dilation, float32) whose kernel is a co
 with its elementwise epilogue (batch norm, relu, a residual add), a ``fusion.group`` of kind
 ``conv``::
 
-    %wt = builtin.constant : tensor<C x R x S x O xf32>    (the weights, output channel last)
-    %w  = prim.transpose(%wt) {permutation = [3, 0, 1, 2]} : tensor<O x C x R x S xf32>
+    %wp = builtin.constant : tensor<O/32 x C x R x S x 32 xf32>    (the weights, packed)
+    %wt = prim.transpose(%wp) {permutation = [0, 4, 1, 2, 3]} : tensor<O/32 x 32 x C x R x S>
+    %w  = prim.reshape(%wt) : tensor<O x C x R x S xf32>
     %y  = prim.conv(%x, %w) {...}
     ... the epilogue's ops on %y ...
 
@@ -13,8 +14,8 @@ The lowering computes the convolution as a GEMM over the output positions ``P = 
 ``col[n, c, r, s, y, x]`` gathers the input window (zero padding included), and
 ``gemm[n, p, o] = sum over c, r, s of col[n, c, r, s, p] * w[o, c, r, s]``, which the matmul
 schedule (:func:`pir.codegen.tvm.gemm.schedule_matmul`) tiles: a few output positions (rows)
-by 32 output channels (two vectors, loaded from the ``[C, R, S, O]`` weights), accumulated in
-registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.  A 1x1 stride-1
+by 32 output channels (two vectors, loaded from a panel of the packed weights, each panel one
+contiguous ``C x R x S x 32`` slab), accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.  A 1x1 stride-1
 convolution needs no im2col copy: ``col`` is a reshape of the input, and is inlined.
 """
 
@@ -112,7 +113,7 @@ def form_conv_groups(block: Block) -> int:
     """Replace each convolution of ``block`` this module compiles (and its epilogue group)
     by one ``conv`` group."""
     from pir.ir.dialects.prim.linalg import ConvOp
-    from pir.ir.dialects.prim.shape import TransposeOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
 
     count = 0
     for op in list(block.ops):
@@ -122,10 +123,17 @@ def form_conv_groups(block: Block) -> int:
         name = op.results[0].name or "conv"
 
         def core(body: Block, x_arg: Value, op=op, w=w, name=name) -> Value:
-            wt = np.ascontiguousarray(w.transpose(1, 2, 3, 0))
-            c = body.append(make_constant(enclosing_module(op), wt, f"{name}.weights", op.loc))
-            kt = body.append(TransposeOp.build(c.results[0], permutation=[3, 0, 1, 2],
-                                               loc=op.loc, result_names=[f"{name}.w"]))
+            o, c_in, kr, ks = w.shape
+            bn = _panel(o)
+            packed = np.ascontiguousarray(w.reshape(o // bn, bn, c_in, kr, ks)
+                                          .transpose(0, 2, 3, 4, 1))
+            c = body.append(make_constant(enclosing_module(op), packed, f"{name}.packed",
+                                          op.loc))
+            kt = body.append(TransposeOp.build(c.results[0], permutation=[0, 4, 1, 2, 3],
+                                               loc=op.loc, result_names=[f"{name}.panels"]))
+            kt = body.append(ReshapeOp.build(kt.results[0], loc=op.loc,
+                                             result_types=[op.operands[1].type],
+                                             result_names=[f"{name}.w"]))
             attrs = {k: op.attributes[k] for k in op.attributes}
             conv = body.append(ConvOp.build(x_arg, kt.results[0], loc=op.loc,
                                             result_types=[op.results[0].type],

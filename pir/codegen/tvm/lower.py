@@ -508,10 +508,17 @@ def _reshape(op, ins, ctx, name):
     keep = 0
     while keep < min(len(xs), len(os)) and _same(xs[keep], os[keep]):
         keep += 1
+    # and so do dims equal at the back (merging the two leading dims of packed weights)
+    tail = 0
+    while tail < min(len(xs), len(os)) - keep and _same(xs[len(xs) - 1 - tail],
+                                                         os[len(os) - 1 - tail]):
+        tail += 1
+    xm, om = xs[keep:len(xs) - tail], os[keep:len(os) - tail]
 
     def index(*i):
-        rest = _unlinear(_linear(i[keep:], os[keep:]), xs[keep:]) if len(xs) > keep else []
-        return x(*i[:keep], *rest)
+        mid = i[keep:len(i) - tail]
+        rest = _unlinear(_linear(mid, om), xm) if xm else []
+        return x(*i[:keep], *rest, *i[len(i) - tail:])
 
     return te.compute(os, index, name=name)
 
