@@ -11,12 +11,12 @@ with its elementwise epilogue (batch norm, relu, a residual add), a ``fusion.gro
     ... the epilogue's ops on %y ...
 
 The lowering computes the convolution as a GEMM over the output positions ``P = H' x W'``:
-``col[n, c, r, s, y, x]`` gathers the input window (zero padding included), and
+the input is zero-padded once into a buffer (when the convolution pads), ``col[n, c, r, s, y,
+x]`` is the window as plain loads from it (inlined into the GEMM: no im2col copy), and
 ``gemm[n, p, o] = sum over c, r, s of col[n, c, r, s, p] * w[o, c, r, s]``, which the matmul
 schedule (:func:`pir.codegen.tvm.gemm.schedule_matmul`) tiles: a few output positions (rows)
 by 32 output channels (two vectors, loaded from a panel of the packed weights, each panel one
-contiguous ``C x R x S x 32`` slab), accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.  A 1x1 stride-1
-convolution needs no im2col copy: ``col`` is a reshape of the input, and is inlined.
+contiguous ``C x R x S x 32`` slab), accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def _supported(op: Operation) -> str | None:
     w = op.window(2)
     if w["lhs_dilation"] != (1, 1):
         return "input dilation (transposed convolution) stays a library call"
+    if min(w["padding_low"] + w["padding_high"]) < 0:
+        return "negative padding (cropping) stays a library call"
     if not all(isinstance(d, int) for d in xt.shape[1:]) or \
             not all(isinstance(d, int) for d in kt.shape):
         return "channels and spatial dims must be static"
@@ -66,22 +68,20 @@ def _conv(op, ins, ctx, name):
     _, _, ho, wo = op.results[0].type.shape
     win = op.window(2)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
-    (ph, pw) = win["padding_low"]
+    (ph, pw), (qh, qw) = win["padding_low"], win["padding_high"]
     dtype = tvm_dtype(op.results[0].type.dtype)
-    # the window stays inside the input when there is no padding: a plain load, which the
-    # schedule inlines for 1x1 stride-1 convolutions (no copy at all)
-    padded = ph > 0 or pw > 0 or (ho - 1) * sh + (kr - 1) * dh >= h + ph \
-        or (wo - 1) * sw + (ks - 1) * dw >= wd + pw
+    if ph or pw or qh or qw:
+        # the zero-padded input, computed once (input-sized): the window loads below are
+        # then plain loads, which the GEMM reads directly, with no im2col copy
+        def pad(b, ci, iy, ix):
+            inside = tirx.all(iy >= ph, iy < h + ph, ix >= pw, ix < wd + pw)
+            return tirx.if_then_else(inside, x(b, ci, iy - ph, ix - pw), tirx.const(0, dtype))
 
-    def window(b, ci, r, s, y, xx):
-        iy = y * sh + r * dh - ph
-        ix = xx * sw + s * dw - pw
-        if not padded:
-            return x(b, ci, iy, ix)
-        inside = tirx.all(iy >= 0, iy < h, ix >= 0, ix < wd)
-        return tirx.if_then_else(inside, x(b, ci, iy, ix), tirx.const(0, dtype))
+        x = te.compute((n, c, h + ph + qh, wd + pw + qw), pad, name=f"{name}_xpad")
 
-    col = te.compute((n, c, kr, ks, ho, wo), window, name=f"{name}_col")
+    col = te.compute((n, c, kr, ks, ho, wo),
+                     lambda b, ci, r, s, y, xx: x(b, ci, y * sh + r * dh, xx * sw + s * dw),
+                     name=f"{name}_col")
     rc = te.reduce_axis((0, c), name=f"{name}_c")
     rr = te.reduce_axis((0, kr), name=f"{name}_r")
     rs = te.reduce_axis((0, ks), name=f"{name}_s")

@@ -220,8 +220,8 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
     matmul the columns come split as ``[panels, BN]`` (the packed weights' layout), for a
     convolution (``[N, P, O]`` over C, R, S, see pir.codegen.tvm.conv: ``split_cols``) they
     are split here.
-    A convolution's im2col stage (``*_col``) is computed into a buffer before the GEMM unless
-    it is a pure reshape of the input (a 1x1 convolution), which is inlined."""
+    A convolution's zero-padded input (``*_xpad``) is computed into a buffer before the GEMM;
+    its window loads (``*_col``) are inlined into the GEMM."""
     import tvm
 
     sch = Schedule(tvm.IRModule({kernel.name: kernel.func}))
@@ -238,7 +238,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
     for b in reversed(blocks):  # the reshape, the epilogue's inner values, a 1x1 im2col
         nm = sch.get(b).name_hint
         if nm != dot_name and nm not in outputs:
-            if nm.endswith("_col") and not _pure_load(sch, b):
+            if nm.endswith(("_col", "_xpad")) and not _pure_load(sch, b):
                 col = b
                 continue
             try:
@@ -329,17 +329,16 @@ def _pure_load(sch: Schedule, block) -> bool:
 
 
 def _schedule_col(sch: Schedule, col) -> None:
-    """im2col ``[N, C, R, S, H', W']``: parallel over the channels, the output columns
-    vectorised when there are enough of them."""
+    """The padded input ``[N, C, H, W]``: parallel over the channels, the columns vectorised
+    when there are enough of them."""
     try:
         n, c, *_, x = sch.get_loops(col)
         sch.parallel(sch.fuse(n, c))
     except ScheduleError:
         return
     extent = sch.get(x).extent
-    if isinstance(extent, tirx.IntImm) and extent.value >= 16:
+    if isinstance(extent, tirx.IntImm) and extent.value % 16 == 0:
         try:
-            _, xi = sch.split(x, [None, 16]) if extent.value % 16 == 0 else (None, x)
-            sch.vectorize(xi)
+            sch.vectorize(sch.split(x, [None, 16])[1])
         except ScheduleError:
             pass
