@@ -1,0 +1,183 @@
+"""TE rules of the reductions (sum, prod, NaN-aware max and min, argmax and argmin), with the
+reducers TVM's rfactor is taught so that float max and min rows vectorise."""
+
+from __future__ import annotations
+
+import tvm
+from tvm import te, tirx
+
+from pir.codegen.tvm.lower import RULES, _Ctx, _out_type
+from pir.codegen.tvm.rules_elementwise import _NARROW_FLOATS, _dtype_of, _nan_max, _nan_min
+from pir.errors import PirError
+from pir.ir.core import attr_or_default
+
+
+def _prod_reducer():
+    return te.comm_reducer(lambda a, b: a * b, lambda t: tirx.const(1, t), name="prod")
+
+
+def _float_extreme(dtype: str, largest: bool):
+    return tirx.const(float("inf") if largest else float("-inf"), dtype)
+
+
+# Float max / min reductions propagate NaN and start from -inf / +inf (TVM's te.max starts
+# from the lowest finite float, so a row of -inf reduced to -3.4e38, and it drops NaN).
+_NAN_MAX = te.comm_reducer(_nan_max, lambda t: _float_extreme(t, False), name="nan_max")
+_NAN_MIN = te.comm_reducer(_nan_min, lambda t: _float_extreme(t, True), name="nan_min")
+
+
+def _register_rfactor_patterns() -> None:
+    """Teach TVM's rfactor the two float reducers above (it only knows sum, prod, min, max):
+    without this, softmax's row max is not vectorised.  A TVM without the hook only loses
+    that speed (rfactor then fails, and the schedule leaves the reduction scalar)."""
+    import ctypes
+
+    try:
+        register = tvm.get_global_func("s_tir.schedule.RegisterReducer")
+    except (AttributeError, ValueError):
+        return
+    for combine, largest in ((_nan_max, False), (_nan_min, True)):
+        def identity(values, largest=largest):
+            dtype = _dtype_of(values[0])
+            if dtype.startswith(("float", "bfloat")):
+                return [_float_extreme(dtype, largest)]
+            return [tirx.max_value(dtype) if largest else tirx.min_value(dtype)]
+
+        fns = [tvm.runtime.convert(lambda x, y, c=combine: [c(x[0], y[0])]),
+               tvm.runtime.convert(identity)]
+        # TVM keeps these in a C++ registry that it frees after Python has shut down; a
+        # reference never released keeps that from calling into a finalised interpreter.
+        for f in fns:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(f))
+        register(1, *fns)
+
+
+_register_rfactor_patterns()
+
+_REDUCERS = {"prim.reduce_sum": te.sum, "prim.reduce_max": te.max, "prim.reduce_min": te.min,
+             "prim.reduce_prod": None}
+_FLOAT_REDUCERS = {"prim.reduce_max": _NAN_MAX, "prim.reduce_min": _NAN_MIN}
+
+
+def _identity(op_name: str, dtype: str):
+    """The value of a reduction over nothing (the reference runtime's)."""
+    if op_name == "prim.reduce_sum":
+        return tirx.const(0, dtype)
+    if op_name == "prim.reduce_prod":
+        return tirx.const(1, dtype)
+    largest = op_name == "prim.reduce_min"
+    if dtype.startswith(("float", "bfloat")):
+        return _float_extreme(dtype, largest)
+    if dtype == "bool":
+        return tirx.const(largest, "bool")
+    return tirx.max_value(dtype) if largest else tirx.min_value(dtype)
+
+
+def _reduce(op, ins, ctx, name):
+    (x,) = ins
+    xt = op.operands[0].type
+    axes = sorted(attr_or_default(op, "axes"))
+    keep = attr_or_default(op, "keepdims")
+    ctx.reductions.append((len(xt.shape), tuple(axes)))
+    xs = ctx.shape(xt)
+    dtype = str(x.dtype)
+    out_shape = ctx.shape(_out_type(op))
+    if not axes:  # prim: empty axes reduce nothing
+        return te.compute(xs, lambda *i: x(*i), name=name)
+    if any(isinstance(xs[a], int) and xs[a] == 0 for a in axes):  # a reduction over nothing
+        value = _identity(op.name, dtype)
+        return te.compute(out_shape, lambda *i: value, name=name)
+    raxes = {a: te.reduce_axis((0, xs[a]), name=f"{name}_k{a}") for a in axes}
+    is_float = dtype.startswith(("float", "bfloat"))
+    reducer = (_FLOAT_REDUCERS.get(op.name) if is_float else None) or _REDUCERS[op.name] \
+        or _prod_reducer()
+    # f16 / bf16 reduce in f32, as the reference runtime does (sums and products keep their
+    # precision; max and min are exact either way, but TVM has no bf16 isnan)
+    acc = "float32" if dtype in _NARROW_FLOATS else None
+
+    def index(*i):
+        it = iter(i)
+        src = []
+        for k in range(len(xs)):
+            if k in raxes:
+                src.append(raxes[k].var)
+                if keep:
+                    next(it)  # the kept size-1 dim: its index is always 0
+            else:
+                src.append(next(it))
+        value = x(*src)
+        return reducer(value.astype(acc) if acc else value, axis=[raxes[a] for a in axes])
+
+    if acc is None:
+        return te.compute(out_shape, index, name=name)
+    wide = te.compute(out_shape, index, name=f"{name}_{acc}")
+    return te.compute(out_shape, lambda *i: wide(*i).astype(dtype), name=name)
+
+
+for _n in _REDUCERS:
+    RULES[_n] = _reduce
+
+
+def _arg_reducer(largest: bool, last: bool, dtype: str):
+    """(index, value) pairs -> the pair of the extreme value: NaN counts as the extreme, and
+    ties go to the first index (the last with ``last``).  The index decides ties itself, so
+    the order partial results combine in (rfactor lanes) does not matter; the identity's
+    index loses every tie."""
+    is_float = dtype.startswith(("float", "bfloat"))
+
+    def combine(x, y):
+        (xi, xv), (yi, yv) = x, y
+        better = xv > yv if largest else xv < yv
+        tie = tirx.EQ(xv, yv)
+        if is_float:
+            xn, yn = tirx.isnan(xv), tirx.isnan(yv)
+            better = tirx.Or(tirx.And(xn, tirx.Not(yn)), better)
+            tie = tirx.Or(tie, tirx.And(xn, yn))
+        keep = tirx.Or(better, tirx.And(tie, xi > yi if last else xi < yi))
+        return tirx.Select(keep, xi, yi), tirx.Select(keep, xv, yv)
+
+    def identity(index_dtype, value_dtype):
+        index = tirx.const(-1, index_dtype) if last else tirx.max_value(index_dtype)
+        if is_float:
+            value = _float_extreme(value_dtype, not largest)
+        else:
+            value = tirx.min_value(value_dtype) if largest else tirx.max_value(value_dtype)
+        return index, value
+
+    return te.comm_reducer(combine, identity, name="argmax" if largest else "argmin")
+
+
+def _arg_reduce(op, ins, ctx, name):
+    (x,) = ins
+    xt = op.operands[0].type
+    rank = len(xt.shape)
+    axis = attr_or_default(op, "axis") % rank
+    keep = attr_or_default(op, "keepdims")
+    xs = ctx.shape(xt)
+    if str(x.dtype) == "bfloat16":
+        # TVM compiled the widening cast inside the tuple reduction as a cast of the raw
+        # bits (uint16) to float: the indices came out wrong
+        raise PirError("tvm codegen: bf16 arg reductions are not lowered (TVM miscompiles "
+                       "them)")
+    x = _widened_tensor(x, ctx, name)  # f16 compares as f32, the same order
+    k = te.reduce_axis((0, xs[axis]), name=f"{name}_k")
+    reducer = _arg_reducer(op.name == "prim.argmax", bool(attr_or_default(
+        op, "select_last_index")), str(x.dtype))
+
+    def index(*i):
+        src = list(i[:axis]) + [k.var] + list(i[axis + 1 if keep else axis:])
+        return reducer((k.var.astype("int64"), x(*src)), axis=k)
+
+    idx, _ = te.compute(ctx.shape(_out_type(op)), index, name=name)
+    return idx
+
+
+def _widened_tensor(x: te.Tensor, ctx: _Ctx, name: str) -> te.Tensor:
+    if str(x.dtype) != "float16":
+        return x
+    return te.compute(x.shape, lambda *i: x(*i).astype("float32"), name=ctx.name(
+        f"{name}_f32", "widened"))
+
+
+RULES["prim.argmax"] = _arg_reduce
+RULES["prim.argmin"] = _arg_reduce
