@@ -3,9 +3,10 @@
 The block is the body of a (future) ``fusion.group``: its arguments are the kernel inputs and
 its terminator's operands are the kernel outputs.  Each prim op becomes one ``te.compute`` by
 a rule of :data:`RULES` (prim op name -> rule), in the style of tinygrad's renderers: all
-elementwise ops share one template and differ only by a scalar function; shape ops
-(broadcast_in_dim, reshape, transpose, slice, concat, pad, iota) are index maps; reductions use
-``te.reduce_axis``.  Index-map computes are cheap to inline, which the CPU schedule
+elementwise ops share one template and differ only by a scalar function (rules_elementwise);
+shape ops (broadcast_in_dim, reshape, transpose, slice, concat, pad, iota) are index maps
+(rules_shape); reductions use ``te.reduce_axis`` (rules_reduce); dot_general and conv have
+their own modules (gemm, conv).  Index-map computes are cheap to inline, which the CPU schedule
 (:mod:`pir.codegen.tvm.schedule`) does, so writing one compute per op costs nothing at run time.
 
 Symbolic dims (``str`` dims of ``TensorType``) become TVM size variables, one per name, so one
