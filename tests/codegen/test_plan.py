@@ -138,3 +138,27 @@ def test_values_sharing_a_slot_never_overlap_in_time():
         spans.sort()
         for (a0, a1), (b0, _) in zip(spans, spans[1:]):
             assert a1 < b0, spans
+
+
+@pytest.mark.parametrize("case", ["bf16_result", "empty"])
+def test_results_numpy_cannot_share_with_tvm_take_the_interpreters_path(case):
+    """bfloat16 arrays do not export through DLPack, and TVM refuses an empty numpy array's
+    zero strides: both still run (copied, or as TVM's own empty tensor)."""
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parents[1]))
+    from helpers import node_model
+
+    if case == "bf16_result":
+        x = np.linspace(-3, 3, 24, dtype=np.float32).reshape(4, 6)
+        model = node_model("Cast", {"x": x}, ["y"], to=onnx.TensorProto.BFLOAT16)
+    else:
+        x = np.zeros((0, 6), np.float32)
+        model = node_model("Relu", {"x": x}, ["y"])
+    module = import_model(model)
+    PassManager(parse_pipeline(FUSE)).run(module)
+    reference = parse_module(print_module(module))
+    codegen_module(module, "llvm")
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    want = run_function(reference, {"x": x})["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))

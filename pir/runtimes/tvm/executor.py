@@ -114,7 +114,9 @@ def _as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | Non
     DLPack knows, writable), else a copy.  Also returns the numpy array the tensor shares
     (None for a copy), which a kernel's output can be read from without copying back."""
     a = _contiguous(a)
-    if a.size and a.flags.writeable:
+    if a.size == 0:  # TVM refuses the zero strides numpy gives an empty array
+        return tvm.runtime.empty(a.shape, _tvm_dtype_name(a.dtype), device), None
+    if a.flags.writeable:
         if a.ctypes.data % _ALIGN:
             aligned = _aligned_empty(a.shape, a.dtype)
             aligned[...] = a
@@ -124,6 +126,10 @@ def _as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | Non
         except (BufferError, RuntimeError, TypeError, ValueError):
             pass  # bf16 and other dtypes numpy cannot export: copy
     return tvm.runtime.tensor(a, device), None
+
+
+def _tvm_dtype_name(dtype: np.dtype) -> str:
+    return "bool" if dtype == np.bool_ else str(dtype)
 
 
 def _contiguous(a) -> np.ndarray:

@@ -85,6 +85,19 @@ def matmul_form(op: Operation) -> bool:
     return rr == nb + 2 and list(op.rhs_contracting_dimensions) == [nb] and lr == nb + 2
 
 
+#: Element types numpy shares with TVM through DLPack (bfloat16 and the f8 types are
+#: ml_dtypes that numpy cannot export: their results take the interpreter's path, a copy).
+_DLPACK_KINDS = frozenset("biuf")
+
+
+def _shareable(dtype: DType, shape: tuple[int, ...]) -> bool:
+    """A result the plan can give a buffer TVM writes in place: a dtype DLPack knows, and at
+    least one element (TVM refuses the zero strides of an empty numpy array)."""
+    np_dtype = np.dtype(dtype.numpy)
+    return (np_dtype.kind in _DLPACK_KINDS and np_dtype.itemsize in (1, 2, 4, 8)
+            and np_dtype.name in np.sctypeDict and 0 not in shape)
+
+
 class _Slot:
     __slots__ = ("nbytes", "buf", "fresh")
 
@@ -135,8 +148,8 @@ class Plan:
                     self.symbols = solve(self.program.kernel(op).derived, self.symbols)
                 for r in op.results:
                     shape = _static_shape(r.type, self.symbols)
-                    if shape is None:
-                        continue
+                    if shape is None or not _shareable(r.type.dtype, shape):
+                        continue  # run as the interpreter runs it
                     nbytes = int(np.prod(shape, dtype=np.int64)) * r.type.dtype.numpy.itemsize
                     s = self._take(free, nbytes)
                     self.slot_of[r] = s
