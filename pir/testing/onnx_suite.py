@@ -210,20 +210,22 @@ def _timed_run(args) -> tuple[str, bool, str]:
     return (case.name, False, f"timed out after {timeout}s") if fired else result
 
 
-def _indexed_run(item) -> tuple[int, tuple[str, bool, str]]:
-    """_timed_run in a pool worker, which a case stuck in native code (where the alarm's
-    Python handler never runs) cannot hold forever: faulthandler's watchdog thread ends the
-    process 30 s after the alarm, the case is reported lost, and the pool starts a new
-    worker for the rest."""
+def _run_chunk(chunk) -> list[tuple[int, tuple[str, bool, str]]]:
+    """_timed_run of each (index, args) of ``chunk`` in a pool worker, which a case stuck in
+    native code (where the alarm's Python handler never runs) cannot hold forever:
+    faulthandler's watchdog thread ends the process 30 s after the alarm, the chunk is
+    reported lost, and the pool starts a new worker for the rest."""
     import faulthandler
 
-    k, args = item
+    out = []
     with open(os.devnull, "w") as devnull:
-        faulthandler.dump_traceback_later(args[1] + 30, exit=True, file=devnull)
-        try:
-            return k, _timed_run(args)
-        finally:
-            faulthandler.cancel_dump_traceback_later()
+        for k, args in chunk:
+            faulthandler.dump_traceback_later(args[1] + 30, exit=True, file=devnull)
+            try:
+                out.append((k, _timed_run(args)))
+            finally:
+                faulthandler.cancel_dump_traceback_later()
+    return out
 
 
 def run_all(cases, jobs: int = 2, timeout: int = 60, pipeline: str | None = None,
@@ -253,15 +255,19 @@ def _run_pool(cases, jobs, timeout, pipeline, compiled) -> list[tuple[str, bool,
     results: dict[int, tuple[str, bool, str]] = {}
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(jobs, maxtasksperchild=200) as pool:
-        # Unordered, one case per task: a worker that dies (a kernel that traps, or the
-        # watchdog of _indexed_run) loses its one case, which never reports; the others go
-        # on.  Each worker finishes or dies within timeout + 30 s, so a longer silence means
-        # every remaining case was lost.
-        it = pool.imap_unordered(_indexed_run, list(enumerate(args)))
+        # Unordered, one compiled case per task: a worker that dies (a kernel that traps,
+        # or the watchdog of _run_chunk) loses its task, which never reports; the others go
+        # on.  Each task finishes or dies within timeout + 30 s a case, so a longer silence
+        # means every remaining task was lost.  (Interpreted cases never trap: those go 8
+        # to a task, which costs less.)
+        size = 1 if compiled else 8
+        items = list(enumerate(args))
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        it = pool.imap_unordered(_run_chunk, chunks)
         try:
-            for _ in args:
-                k, result = it.next(timeout=2 * timeout + 120)
-                results[k] = result
+            for _ in chunks:
+                for k, result in it.next(timeout=size * (timeout + 30) + 60):
+                    results[k] = result
         except multiprocessing.TimeoutError:
             pass
     return [results.get(k, (c.name, False, "the worker running it died or hung"))

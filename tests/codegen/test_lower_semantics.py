@@ -201,6 +201,28 @@ def test_compare_of_compares_prints_unambiguously():
                         rng.integers(-5, 5, 64).astype(np.int32)])
 
 
+def test_i1_value_read_by_many_consumers_is_inlined():
+    # NLLLoss's mask: a compare read by several selects and through a reshape.  Kept in an
+    # i1 buffer, its vectorised loads broke TVM's build (Not of a non-i1 value)
+    i64 = lambda *s: T(DType.I64, *s)  # noqa: E731
+
+    def make(a, b, f, g):
+        m = OPS["prim.eq"].build(a, b)
+        s1 = OPS["prim.select"].build(m.results[0], a, b)
+        s2 = OPS["prim.select"].build(m.results[0], b, s1.results[0])
+        r = ReshapeOp.build(m.results[0], result_types=[T(DType.BOOL, 3, 6, 6, 5)])
+        s2r = ReshapeOp.build(s2.results[0], result_types=[i64(3, 6, 6, 5)])
+        c = OPS["prim.cast"].build(s2r.results[0], dtype=DType.F32)
+        return [m, s1, s2, r, s2r, c, OPS["prim.select"].build(r.results[0], f, c.results[0])]
+
+    block, ops = _block(make, [i64(3, 1, 6, 6, 5)] * 2 + [T(DType.F32, 3, 6, 6, 5)] * 2)
+    rng = np.random.default_rng(6)
+    a, b = rng.integers(0, 2, (2, 3, 1, 6, 6, 5))
+    f, g = rng.standard_normal((2, 3, 6, 6, 5)).astype(np.float32)
+    _, src = _check(block, ops, [a, b, f, g])
+    assert '"bool")' not in src  # no i1 buffer
+
+
 def test_ne_and_cast_to_i1_are_true_for_nan():
     # TIR's != is LLVM's ordered compare, false for NaN
     got, _ = _binary("ne", SPECIAL, SPECIAL, DType.F32)
@@ -255,6 +277,19 @@ def test_empty_concat_operand_and_empty_values():
 
     block, ops = _block(pad, [T(DType.F32, 0), T(DType.F32)])
     _check(block, ops, [np.zeros(0, np.float32), np.array(2.5, np.float32)])
+
+
+def test_kernel_with_an_empty_output():
+    # Trilu of a [3, 0, 5] input: fusing its loops (extents 3 and 0) divided by 0 in TVM
+    i64 = lambda *s: T(DType.I64, *s)  # noqa: E731
+
+    def make(a, b, k):
+        le = OPS["prim.le"].build(a, b)
+        return [le, OPS["prim.select"].build(le.results[0], a, k)]
+
+    block, ops = _block(make, [i64(3, 0, 5)] * 3)
+    empty = np.zeros((3, 0, 5), np.int64)
+    _check(block, ops, [empty, empty, empty])
 
 
 @pytest.mark.parametrize("name", ["reduce_sum", "reduce_prod", "reduce_max", "reduce_min"])

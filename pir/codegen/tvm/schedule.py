@@ -86,6 +86,15 @@ class _Scheduler:
         # a constructor function there, not a class), so test by name
         return type(value).__name__ in ("TensorLoad", "BufferLoad", "IntImm", "FloatImm")
 
+    def is_empty(self, block) -> bool:
+        """A block with a loop of static extent 0: it runs no iteration."""
+        return any(isinstance(e, tirx.IntImm) and e.value == 0
+                   for e in (self.sch.get(loop).extent for loop in self.sch.get_loops(block)))
+
+    def writes_bool(self, block) -> bool:
+        store = self.store(block)
+        return store is not None and str(store.buffer.dtype) == "bool"
+
     def is_row_value(self, block) -> bool:
         """A value per row (its reduced dims have size 1), e.g. rsqrt(var + eps): computed
         once per row under the row loop rather than inlined into every element."""
@@ -108,6 +117,10 @@ class _Scheduler:
     # -- steps ---------------------------------------------------------------------------
 
     def run(self) -> None:
+        if any(self.is_empty(b) for b in self.blocks()):
+            # a kernel with an empty output (the lowering drops other empty values) has
+            # nothing to speed up, and fusing a loop of extent 0 divides by 0 in TVM
+            return
         fused = self.kernel.reduce_inner is not None and len(self.kernel.outputs) == 1
         self.inline(keep_shared=fused)
         if fused and self.kernel.reduce_inner > 0 and self.fuse_rows():
@@ -125,9 +138,12 @@ class _Scheduler:
                 continue
             consumers = readers[self.sch.get(b).name_hint]
             shared = len(self.sch.get_consumers(b)) > 1
-            if keep_shared and (shared or self.is_row_value(b)) and not self.is_pure_load(b):
+            # i1 values are always inlined (a compare is cheap to redo): TVM's vectorised
+            # loads of an i1 buffer break its build (a Not of a non-i1 value in a Select)
+            cheap = self.is_pure_load(b) or self.writes_bool(b)
+            if keep_shared and (shared or self.is_row_value(b)) and not cheap:
                 continue
-            if consumers > _MAX_INLINE_CONSUMERS and not self.is_pure_load(b):
+            if consumers > _MAX_INLINE_CONSUMERS and not cheap:
                 # a value read by many consumers (the padded input of a max-pool's 9 window
                 # slices) is computed once into a buffer: inlined, its expression would be
                 # recomputed per consumer, and TVM's inlining slows to minutes on such trees
