@@ -34,15 +34,6 @@ MODELS = ROOT / "tests" / "models"
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
 
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    """Every test compiles into its own cache directory, never into ~/.cache/pir."""
-    d = tmp_path / "cache"
-    monkeypatch.setenv("PIR_CACHE_DIR", str(d))
-    monkeypatch.setattr(executor, "_LOADED", {})
-    return d
-
-
 def _mlp() -> onnx.ModelProto:
     sys.path.insert(0, str(ROOT / "samples" / "mlp"))
     try:

@@ -21,16 +21,10 @@ from pir.ir.verifier import verify_module  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
-from pir.runtimes.tvm import TvmInterpreter, executor  # noqa: E402
+from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
 from helpers import node_model  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(executor, "_LOADED", {})
 
 
 def _gemm_model(rows, k, n, *, trans_b=False, act=None, seed=0):

@@ -20,16 +20,10 @@ from pir.ir.printer import print_module  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
-from pir.runtimes.tvm import TvmInterpreter, executor, stats  # noqa: E402
+from pir.runtimes.tvm import TvmInterpreter, stats  # noqa: E402
 from pir.runtimes.tvm.plan import Plan  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
-
-
-@pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("PIR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(executor, "_LOADED", {})
 
 
 def _chain_model(layers: int = 4, d: int = 32):

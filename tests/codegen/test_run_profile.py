@@ -23,19 +23,16 @@ from pir.ir.printer import print_module  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import Interpreter  # noqa: E402
-from pir.runtimes.tvm import TvmInterpreter, executor  # noqa: E402
+from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    """Every test compiles into its own cache directory, never into ~/.cache/pir."""
-    d = tmp_path / "cache"
-    monkeypatch.setenv("PIR_CACHE_DIR", str(d))
-    monkeypatch.setattr(executor, "_LOADED", {})
-    yield d
+def threads():
+    """Give back the thread count a test changed (the cache comes from conftest.py)."""
+    yield
     set_threads(int(os.environ.get("TVM_NUM_THREADS") or len(os.sched_getaffinity(0))))
 
 

@@ -38,12 +38,9 @@ TEXT = """module @m {
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path, monkeypatch):
-    d = tmp_path / "cache"
-    monkeypatch.setenv("PIR_CACHE_DIR", str(d))
-    monkeypatch.setattr(executor, "_LOADED", {})
+def made(monkeypatch):
+    """No function made by another test (the cache comes from conftest.py)."""
     monkeypatch.setattr(source_cache, "_MADE", {})
-    return d
 
 
 def _codegen() -> tuple[str, object]:
