@@ -26,8 +26,8 @@ from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
 from pir.runtimes.reference.interpreter import Interpreter
-from pir.runtimes.tvm.plan import ALIGN as _ALIGN
-from pir.runtimes.tvm.plan import Plan, aligned_empty
+from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
+from pir.runtimes.tvm.plan import Plan
 
 __all__ = ["CompiledProgram", "TvmInterpreter", "cache_dir", "compile_program", "stats"]
 
@@ -90,7 +90,7 @@ class CompiledProgram:
             symbols: dict[str, int]) -> list[np.ndarray]:
         k = self.kernel(op)
         sizes = k.sizes(op, arrays, symbols)
-        ins = [_as_tvm(a, self.device)[0] for a in arrays]
+        ins = [as_tvm(a, self.device)[0] for a in arrays]
         outs, results = [], []
         for r in op.results:
             t = r.type
@@ -98,44 +98,12 @@ class CompiledProgram:
                 shape = tuple(sizes[d] if isinstance(d, str) else d for d in t.shape)
             except KeyError as e:
                 raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
-            out, arr = _as_tvm(_aligned_empty(shape, t.dtype.numpy), self.device)
+            out, arr = as_tvm(aligned_empty(shape, t.dtype.numpy), self.device)
             outs.append(out)
             results.append(arr)
         k.fn(*ins, *k.params, *outs)
         # the kernel wrote straight into the numpy arrays when they could be shared
         return [a if a is not None else o.numpy() for o, a in zip(outs, results)]
-
-
-_aligned_empty = aligned_empty
-
-
-def _as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | None]:
-    """A TVM tensor for ``a``: sharing its memory when TVM can (C order, aligned, a dtype
-    DLPack knows, writable), else a copy.  Also returns the numpy array the tensor shares
-    (None for a copy), which a kernel's output can be read from without copying back."""
-    a = _contiguous(a)
-    if a.size == 0:  # TVM refuses the zero strides numpy gives an empty array
-        return tvm.runtime.empty(a.shape, _tvm_dtype_name(a.dtype), device), None
-    if a.flags.writeable:
-        if a.ctypes.data % _ALIGN:
-            aligned = _aligned_empty(a.shape, a.dtype)
-            aligned[...] = a
-            a = aligned
-        try:
-            return tvm.runtime.from_dlpack(a), a
-        except (BufferError, RuntimeError, TypeError, ValueError):
-            pass  # bf16 and other dtypes numpy cannot export: copy
-    return tvm.runtime.tensor(a, device), None
-
-
-def _tvm_dtype_name(dtype: np.dtype) -> str:
-    return "bool" if dtype == np.bool_ else str(dtype)
-
-
-def _contiguous(a) -> np.ndarray:
-    """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
-    a = np.asarray(a)
-    return a if a.flags.c_contiguous else np.array(a, order="C")
 
 
 def _params(op: TvmKernelOp) -> list[np.ndarray]:
@@ -147,7 +115,7 @@ def _params(op: TvmKernelOp) -> list[np.ndarray]:
             arr = np.asarray(constant_value(c))
             flat = arr.reshape(-1)
             if not (flat.size > 0 and (flat == flat[0]).all()):
-                out.append(_contiguous(arr))
+                out.append(contiguous(arr))
     return out
 
 

@@ -29,25 +29,14 @@ import numpy as np
 import tvm
 
 from pir.codegen.tvm.dims import solve
+from pir.runtimes.tvm.buffers import aligned_empty, as_tvm
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType
 
-__all__ = ["Plan", "ALIGN", "aligned_empty"]
-
-ALIGN = 64  # TVM only shares (DLPack) memory aligned to 64 bytes
-
-
-def aligned_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised C-ordered array whose data start on a 64-byte boundary."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + ALIGN, np.uint8)
-    start = -buf.ctypes.data % ALIGN
-    return buf[start:start + nbytes].view(dtype).reshape(shape)
-
+__all__ = ["Plan"]
 
 def _static_shape(t, symbols: dict[str, int]) -> tuple[int, ...] | None:
     """``t``'s shape under ``symbols``, or None when a dim is unknown or unbound."""
@@ -202,11 +191,6 @@ class Plan:
         n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         return self.slots[s].buf[:n].view(dtype).reshape(shape)
 
-    @property
-    def nbytes(self) -> int:
-        """The bytes of the planned buffers (the peak of what the steps write)."""
-        return sum(s.nbytes for s in self.slots)
-
     # -- steps -------------------------------------------------------------------------------
 
     def _make_steps(self) -> None:
@@ -230,16 +214,13 @@ class Plan:
             if v in self.views and not self.slots[self.slot_of[v]].fresh:
                 t = tvm.runtime.from_dlpack(self.views[v])
             elif v in self.constants:
-                from pir.runtimes.tvm.executor import _as_tvm
-                t = _as_tvm(np.array(self.constants[v]), tvm.cpu())[0]
+                t = as_tvm(np.array(self.constants[v]), tvm.cpu())[0]
             else:
                 return None
             self.tensors[v] = t
         return t
 
     def _kernel_step(self, op: TvmKernelOp) -> Callable[[], None]:
-        from pir.runtimes.tvm.executor import _as_tvm
-
         k = self.program.kernel(op)
         fn, params = k.fn, k.params
         values = self.interp.values
@@ -254,7 +235,7 @@ class Plan:
         def step() -> None:
             args = list(ins)
             for i in dynamic:
-                args[i] = _as_tvm(values[operands[i]], device)[0]
+                args[i] = as_tvm(values[operands[i]], device)[0]
             result_tensors = list(out_tensors)
             for j, r in enumerate(outs):
                 if fresh[j]:
