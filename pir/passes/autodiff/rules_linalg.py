@@ -102,16 +102,21 @@ def _flip(b, v, axes):
     return v
 
 
-def _conv_lhs(b, op, ct):
-    """The transposed convolution: ct [N, O, S'] with the flipped kernel [C, O/G, K]."""
+def _conv_geometry(op, ct):
+    """What both transposes of a convolution need: the number of spatial dims, the static
+    input, kernel and output spatial sizes, the window attributes, and the spatial axes."""
     xs, ks = ttype(op.x).shape, ttype(op.kernel).shape
     n_sp = len(xs) - 2
     spatial, taps = _static(op, xs[2:], "spatial dims"), _static(op, ks, "kernel dims")
     out_sp = _static(op, ttype(ct).shape[2:], "spatial dims")
-    w = op.window(n_sp)
+    return n_sp, spatial, taps, out_sp, op.window(n_sp), list(range(2, 2 + n_sp))
+
+
+def _conv_lhs(b, op, ct):
+    """The transposed convolution: ct [N, O, S'] with the flipped kernel [C, O/G, K]."""
+    n_sp, spatial, taps, out_sp, w, rest = _conv_geometry(op, ct)
     g = op.feature_group_count
     o, i = taps[0], taps[1]
-    rest = list(range(2, 2 + n_sp))
     kern = op.kernel
     if g > 1:  # [O, I, K] -> [O/G, G*I, K]: the group moves into the input channels
         dt = ttype(kern).dtype
@@ -133,15 +138,10 @@ def _conv_lhs(b, op, ct):
 
 def _conv_rhs(b, op, ct):
     """x [N, C, S] by ct [N, O, S'] with batch and channels swapped: [I, O, K] -> [O, I, K]."""
-    xs, ks = ttype(op.x).shape, ttype(op.kernel).shape
-    n_sp = len(xs) - 2
-    spatial, taps = _static(op, xs[2:], "spatial dims"), _static(op, ks, "kernel dims")
-    out_sp = _static(op, ttype(ct).shape[2:], "spatial dims")
-    w = op.window(n_sp)
+    n_sp, spatial, taps, out_sp, w, rest = _conv_geometry(op, ct)
     g = op.feature_group_count
     o, i = taps[0], taps[1]
-    n = xs[0]
-    rest = list(range(2, 2 + n_sp))
+    n = ttype(op.x).shape[0]
     dt = ttype(ct).dtype
     if g == 1:
         lhs = b.transpose(op.x, [1, 0] + rest)
