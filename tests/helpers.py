@@ -118,3 +118,14 @@ def decomposed(op_type: str, inputs: dict[str, np.ndarray], outputs=("y",), shap
     left = [n for n in op_names(optimized) if n.startswith("nn.")]
     assert not left, f"{op_type}: nn ops left after decompose: {left}"
     return optimized
+
+
+def cli(*args, input=None, env=None, binary: bool = False):
+    """Run ``pir ARGS`` in-process: (exit status, stdout (bytes when ``binary``), stderr)."""
+    from click.testing import CliRunner
+
+    from pir.cli.main import main
+
+    r = CliRunner(env=env).invoke(main, [str(a) for a in args], input=input,
+                                  catch_exceptions=False)
+    return r.exit_code, r.stdout_bytes if binary else r.stdout, r.stderr

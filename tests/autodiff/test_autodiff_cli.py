@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import os
 import pathlib
 import re
@@ -10,18 +12,16 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 
-from pir.cli.main import main
 from pir.ir.parser import parse_file
 from pir.runtimes.reference import run_function
+from helpers import cli  # noqa: E402
 
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "samples" / "mlp"
 
 
-def pir(*args, input=None):
-    r = CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
-    return r.exit_code, r.stdout_bytes, r.stderr
+
+pir = functools.partial(cli, binary=True)  # stdout as bytes
 
 
 @pytest.fixture

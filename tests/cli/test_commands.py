@@ -1,5 +1,6 @@
 """The commands on real files: import/verify round trips, show, run, --check, pipes."""
 
+import functools
 import os
 import pathlib
 import subprocess
@@ -8,18 +9,16 @@ import sys
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 
-from pir.cli.main import main
+from helpers import cli  # noqa: E402
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
 SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "samples" / "mlp"
 PIR = [sys.executable, "-m", "pir.cli.main"]
 
 
-def pir(*args, input=None):
-    result = CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
-    return result.exit_code, result.stdout_bytes, result.stderr
+
+pir = functools.partial(cli, binary=True)  # stdout as bytes
 
 
 @pytest.fixture

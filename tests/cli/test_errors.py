@@ -5,10 +5,9 @@ import os
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 from onnx import TensorProto, helper, numpy_helper
 
-from pir.cli.main import main
+from helpers import cli  # noqa: E402
 
 
 def add_model() -> onnx.ModelProto:
@@ -21,9 +20,8 @@ def add_model() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def pir(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+
+pir = cli
 
 
 def error_line(stderr: str) -> str:

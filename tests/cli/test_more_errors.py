@@ -5,19 +5,17 @@ import os
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 from onnx import TensorProto, helper
 
-from pir.cli.main import main
 from pir.errors import PirError
 from pir.ir.parser import parse_module
 from pir.passes.pipeline import parse_pipeline
 from pir.passes.manager import PassManager
+from helpers import cli  # noqa: E402
 
 
-def pir(*args):
-    r = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return r.exit_code, r.stdout, r.stderr
+
+pir = cli
 
 
 FN = """  func.func @main(%x: tensor<2xf32>) -> (tensor<2xf32>) {
@@ -113,8 +111,8 @@ def test_run_writes_the_npz_to_stdout_with_dash(tmp_path):
 
     (tmp_path / "a.pir").write_text("module {\n" + FN + "}\n")
     np.save(tmp_path / "x.npy", np.arange(2, dtype=np.float32))
-    r = CliRunner().invoke(main, ["run", str(tmp_path / "a.pir"), "--input",
-                                  f"x={tmp_path / 'x.npy'}", "-o", "-"], catch_exceptions=False)
-    assert r.exit_code == 0
-    np.testing.assert_array_equal(np.load(io.BytesIO(r.stdout_bytes))["x"], [0.0, 1.0])
+    code, out, _ = cli("run", tmp_path / "a.pir", "--input", f"x={tmp_path / 'x.npy'}",
+                       "-o", "-", binary=True)
+    assert code == 0
+    np.testing.assert_array_equal(np.load(io.BytesIO(out))["x"], [0.0, 1.0])
     assert not (tmp_path / "-").exists() and not os.path.exists("-")

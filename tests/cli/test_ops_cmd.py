@@ -4,20 +4,18 @@ import pathlib
 import re
 
 import pytest
-from click.testing import CliRunner
 
-from pir.cli.main import main
 from pir.coverage import all_ops, kept_markdown, kept_section
 from pir.ir.core import OPS, Operation
 from pir.ir.opdef import operand, result
+from helpers import cli  # noqa: E402
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 FAKE = "nn.zz_fake_for_test"
 
 
-def pir(*args):
-    r = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return r.exit_code, r.stdout, r.stderr
+
+pir = cli
 
 
 def row(out: str, op: str) -> list[str]:

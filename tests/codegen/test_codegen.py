@@ -13,9 +13,7 @@ import pytest
 
 pytest.importorskip("tvm")
 
-from click.testing import CliRunner  # noqa: E402
 
-from pir.cli.main import main  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module, mangle  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
 from pir.ir.dialects.fusion import GroupOp  # noqa: E402
@@ -28,6 +26,7 @@ from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.ort import run_onnxruntime  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter, executor, stats  # noqa: E402
+from helpers import cli  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "models"
@@ -131,9 +130,8 @@ def test_symbols_are_unique_and_keep_the_original_name():
     assert k.symbol == "gpu_0_softmax_1" and k.attributes["pir.name"] == "gpu_0/softmax_1"
 
 
-def pir(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    return r.exit_code, r.stdout, r.stderr
+
+pir = cli
 
 
 def test_cli_codegen_then_run(tmp_path):

@@ -12,9 +12,7 @@ import pytest
 
 pytest.importorskip("tvm")
 
-from click.testing import CliRunner  # noqa: E402
 
-from pir.cli.main import main  # noqa: E402
 from pir.codegen.tvm.build import set_threads  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
@@ -24,6 +22,7 @@ from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import Interpreter  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
+from helpers import cli  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
@@ -52,9 +51,8 @@ def _x(n=3):
     return np.random.default_rng(0).standard_normal((n, 784)).astype(np.float32)
 
 
-def pir(*args):
-    r = CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
-    return r.exit_code, r.stdout, r.stderr
+
+pir = cli
 
 
 def _table(err: str) -> dict[tuple[str, str], tuple[int, float, float]]:

@@ -7,21 +7,19 @@ import sys
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from pir.cli.main import main
 from pir.diff import diff_lines, diff_modules, op_counts
 from pir.frontends.onnx.importer import import_model, load_model
 from pir.ir.parser import parse_module
 from pir.ir.printer import print_module
+from helpers import cli  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODELS = ROOT / "tests" / "models"
 
 
-def pir(*args, env=None):
-    result = CliRunner(env=env).invoke(main, [str(a) for a in args], catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+
+pir = cli
 
 
 def lines(a_text: str, b_text: str) -> list[str]:

@@ -8,9 +8,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 
-from pir.cli.main import main
 from pir.errors import PirError
 from pir.frontends.onnx.importer import import_model
 from pir.ir.parser import parse_module
@@ -23,7 +21,7 @@ from pir.passes.fold import ConstantFolding
 from pir.passes.manager import PassManager, count_ops
 from pir.passes.pipeline import DEFAULT_PIPELINE, PRESETS, format_pipeline, parse_pipeline
 
-from helpers import check_pipeline
+from helpers import check_pipeline, cli
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
 
@@ -212,9 +210,8 @@ def test_models_compute_the_same_after_the_o1_pipeline(model):
 
 # -- pir optimize ----------------------------------------------------------------------------
 
-def pir(*args):
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
+
+pir = cli
 
 
 @pytest.fixture
