@@ -109,12 +109,14 @@ def _rem(a, b, dtype):
 
 def _nan_max(a, b):
     """max that returns NaN when either operand is NaN, as prim requires (TIR's max and
-    LLVM's maxnum return the other operand)."""
-    return tirx.Select(tirx.Or(a > b, tirx.isnan(a)), a, b)
+    LLVM's maxnum return the other operand).  As a reducer's combiner ``a`` is the running
+    value and ``b`` the next element: only ``b`` is tested for NaN, so the test is not on
+    the chain from one step to the next (a NaN ``a`` stays, since ``b > NaN`` is false)."""
+    return tirx.Select(tirx.Or(b > a, tirx.isnan(b)), b, a)
 
 
 def _nan_min(a, b):
-    return tirx.Select(tirx.Or(a < b, tirx.isnan(a)), a, b)
+    return tirx.Select(tirx.Or(b < a, tirx.isnan(b)), b, a)
 
 
 def _as_int8(x):

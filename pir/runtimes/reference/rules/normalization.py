@@ -77,7 +77,8 @@ def rms_norm(op, x, scale):
     stash = op.stash_type.numpy
     xs = x.astype(stash)
     ms = np.mean(xs * xs, axis=tuple(range(axis, x.ndim)), keepdims=True)
-    y = xs / np.sqrt(ms + np.asarray(op.epsilon, stash)) * scale.astype(stash)
+    # ONNX's definition: X * Reciprocal(Sqrt(mean + epsilon)), a multiply, not a division
+    y = xs * (1 / np.sqrt(ms + np.asarray(op.epsilon, stash))) * scale.astype(stash)
     return y.astype(scale.dtype)
 
 
