@@ -24,6 +24,8 @@ def fold_in_place(module: ModuleOp, op: Operation, limit: int) -> list[Value] | 
         return None
     if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
         return None
+    if _expands(op):
+        return None
     arrays = fold_op(op, limit)
     if arrays is None:
         return None
@@ -36,6 +38,22 @@ def fold_in_place(module: ModuleOp, op: Operation, limit: int) -> list[Value] | 
         values.append(new)
     op.erase()
     return values
+
+
+#: A broadcast of a constant to more than this many elements stays a broadcast.
+EXPAND_LIMIT = 1024
+
+
+def _expands(op: Operation) -> bool:
+    """A broadcast that would turn a small constant into a large one (XLA's constant folding
+    skips them too).  The broadcast costs nothing where it is consumed (codegen reads the
+    small constant through an index map), while a dense copy fills the file and memory: a
+    layer norm's divide-by-768 became a [16384, 1] array, and ResNet-50's fused file grew
+    from 137 to 425 MB."""
+    if op.name != "prim.broadcast_in_dim":
+        return False
+    out, src = op.results[0].type.numel, op.operands[0].type.numel
+    return out is not None and src is not None and out > max(src, EXPAND_LIMIT)
 
 
 def _fold_block(module: ModuleOp, block: Block, limit: int) -> int:

@@ -26,8 +26,10 @@ def groups(module) -> list[GroupOp]:
 
 
 def sizes(module) -> list[int]:
-    """Ops per group (the yield not counted), in program order."""
-    return [len(g.body.block.ops) - 1 for g in groups(module)]
+    """Ops per group (the yield and the copies of tiny constants not counted), in program
+    order."""
+    return [sum(op.name not in ("fusion.yield", "builtin.constant") for op in g.body.block.ops)
+            for g in groups(module)]
 
 
 def fuse(text: str, options: str = "") -> tuple[object, str]:

@@ -4,7 +4,9 @@ in a valid order.
 A group's operands are the values its ops read from outside, in first-use order; its results
 are the values of its ops used outside it, in program order, and they keep those values'
 names, so the function's outputs and every use outside the group read the same names as
-before.  Inside, each operand becomes a block argument named after it.
+before.  Inside, each operand becomes a block argument named after it, except tiny
+constants (a scale of ``1e-05``, a count of ``768``): each group gets its own copy inside,
+so code generation sees the value (an immediate in the kernel) rather than a parameter.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import heapq
 
 from pir.ir.core import Block, Operation, Region, Value
+from pir.ir.dialects.builtin import ConstantOp
 from pir.ir.dialects.fusion import GroupOp, YieldOp
 from pir.ir.opdef import Terminator
 from pir.passes.fuse.grouping import Unit, ancestor_in
@@ -37,17 +40,39 @@ def outline_groups(block: Block, units: list[Unit],
     return groups
 
 
+#: Constants of at most this many elements are copied into the groups that read them.
+TINY_CONSTANT = 64
+
+
+def _tiny_constant(v: Value) -> bool:
+    op = getattr(v, "op", None)
+    if not isinstance(op, ConstantOp):
+        return False
+    n = getattr(v.type, "numel", None)
+    return n is not None and n <= TINY_CONSTANT
+
+
 def _outline(block: Block, unit: Unit) -> GroupOp:
     members = set(unit.ops)
     inputs: list[Value] = []
+    copied: dict[Value, Operation] = {}
     for op in unit.ops:
         for v in op.operands:
-            if getattr(v, "op", None) not in members and v not in inputs:
+            if getattr(v, "op", None) in members or v in inputs or v in copied:
+                continue
+            if _tiny_constant(v):
+                c = v.op
+                copied[v] = type(c)([], [v.type], dict(c.attributes), loc=c.loc,
+                                    result_names=[v.name])
+            else:
                 inputs.append(v)
     outputs = [r for op in unit.ops for r in op.results
                if any(ancestor_in(block, u.op) not in members for u in r.uses)]
     body = Block([v.type for v in inputs], [v.name for v in inputs])
     arg_of = dict(zip(inputs, body.args))
+    for v, c in copied.items():
+        body.append(c)
+        arg_of[v] = c.results[0]
     group = GroupOp(inputs, [r.type for r in outputs], _attributes(unit), [Region([body])],
                     loc=_anchor(unit).loc, result_names=[r.name for r in outputs])
     # Uses outside the group now read the group's results; then the ops move inside.
@@ -61,6 +86,9 @@ def _outline(block: Block, unit: Unit) -> GroupOp:
         body.append(op)
     body.append(YieldOp(list(outputs)))
     block.append(group)
+    for v in copied:
+        if not v.uses and v.op.parent is block:
+            v.op.erase()  # every reader has its own copy now
     return group
 
 

@@ -10,9 +10,9 @@
 // CHECK: = prim.div(
 // CHECK: = prim.broadcast_in_dim(
 // CHECK: = prim.add(
-// CHECK: = prim.sqrt(
+// CHECK: = prim.rsqrt(
 // CHECK: = prim.broadcast_in_dim(
-// CHECK: = prim.div(
+// CHECK: = prim.mul(
 // CHECK: = prim.mul(
 // CHECK: func.return
 

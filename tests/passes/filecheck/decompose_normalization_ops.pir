@@ -1,6 +1,6 @@
 // RUN: pir optimize %s -p decompose | filecheck %s
 // RUN: pir optimize %s -p decompose | filecheck %s --check-prefix=NONN
-// softmax is x - max, exp, sum, div in the input's type (f16 here); layer_norm computes in
+// softmax is x - max, exp, sum, and a multiply by the sum's reciprocal in the input's type (f16 here); layer_norm computes in
 // stash_type (f32), with a constant count (8) shared by the mean and the variance, and its
 // mean and inv_std_dev results are those statistics; inference batch_norm takes rsqrt of the
 // 4 variances only, then broadcasts them onto the channel dim.
@@ -12,8 +12,9 @@
 // CHECK-NEXT: %sm.3 = prim.sub(%x, %sm.2)
 // CHECK-NEXT: %sm.4 = prim.exp(%sm.3)
 // CHECK-NEXT: %sm.5 = prim.reduce_sum(%sm.4) {axes = [2], keepdims = true}
-// CHECK-NEXT: %sm.6 = prim.broadcast_in_dim(%sm.5)
-// CHECK-NEXT: %sm = prim.div(%sm.4, %sm.6) : (tensor<BxSx8xf16>, tensor<BxSx8xf16>) -> tensor<BxSx8xf16>
+// CHECK-NEXT: %sm.6 = prim.reciprocal(%sm.5) : (tensor<BxSx1xf16>) -> tensor<BxSx1xf16>
+// CHECK-NEXT: %sm.7 = prim.broadcast_in_dim(%sm.6)
+// CHECK-NEXT: %sm = prim.mul(%sm.4, %sm.7) : (tensor<BxSx8xf16>, tensor<BxSx8xf16>) -> tensor<BxSx8xf16>
 
 // CHECK:      %[[X:ln.[0-9]+]] = prim.cast(%x) {dtype = f32} : (tensor<BxSx8xf16>) -> tensor<BxSx8xf32>
 // CHECK-NEXT: %[[N:ln.[0-9]+]] = builtin.constant() {value = dense<8.0> : tensor<f32>}

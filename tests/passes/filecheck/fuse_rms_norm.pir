@@ -4,7 +4,7 @@
 // division and the scale: ONE group.
 
 // CHECK-LABEL: func.func @main(
-// CHECK:         %y = fusion.group(%x, %y.3, %y.6, %g) ({
+// CHECK:         %y = fusion.group(%x) ({
 // CHECK:           prim.mul(%x_1, %x_1)
 // CHECK-NEXT:      prim.reduce_sum
 // CHECK:           prim.sqrt

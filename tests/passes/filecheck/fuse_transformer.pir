@@ -5,14 +5,15 @@
 // bench/pass_throughput.py builds it (1 layer, hidden 8, 2 heads, seq 4), decomposed.
 // 12 groups: each layer_norm and the softmax is one reduction group; each matmul's bias add
 // (with the reshape/transpose to heads, the score scaling, the residual add, the gelu) is an
-// epilogue group of that matmul; matmuls stay outside.
+// epilogue group of that matmul; matmuls stay outside.  Biases, scales and the norms'
+// counts and epsilons are tiny constants: each group holds its own copies.
 
 // CHECK-LABEL: func.func @main(
-// CHECK:      %h0.ln1 = fusion.group(%x, %h0.ln1.1, %h0.ln1.11, %h0.ln1.g, %h0.ln1.b) ({
+// CHECK:      %h0.ln1 = fusion.group(%x) ({
 // CHECK-COUNT-2: prim.reduce_sum
 // CHECK:      }) {kind = "reduction"}
 // CHECK-NEXT: %h0.q.mm = prim.dot_general(%h0.ln1, %h0.q.w)
-// CHECK-NEXT: %h0.q.t = fusion.group(%h0.q.b, %h0.q.mm) ({
+// CHECK-NEXT: %h0.q.t = fusion.group(%h0.q.mm) ({
 // CHECK:        prim.add
 // CHECK-NEXT:   prim.reshape
 // CHECK-NEXT:   prim.transpose
@@ -22,7 +23,7 @@
 // CHECK-NEXT: %h0.v.mm = prim.dot_general(%h0.ln1, %h0.v.w)
 // CHECK:      }) {kind = "injective", epilogue_of = "h0.v.mm"}
 // CHECK-NEXT: %h0.scores = prim.dot_general(%h0.q.t, %h0.k.t)
-// CHECK-NEXT: %h0.scaled = fusion.group(%h0.scale, %h0.scores) ({
+// CHECK-NEXT: %h0.scaled = fusion.group(%h0.scores) ({
 // CHECK:      }) {kind = "elementwise", epilogue_of = "h0.scores"}
 // CHECK-NEXT: %h0.probs = fusion.group(%h0.scaled) ({
 // CHECK:        prim.reduce_max
@@ -32,18 +33,18 @@
 // CHECK-NEXT: %h0.ctx.merge = fusion.group(%h0.ctx) ({
 // CHECK:      }) {kind = "injective", epilogue_of = "h0.ctx"}
 // CHECK-NEXT: %h0.proj.mm = prim.dot_general(%h0.ctx.merge, %h0.proj.w)
-// CHECK-NEXT: %h0.res1 = fusion.group(%h0.proj.b, %h0.proj.mm, %x) ({
+// CHECK-NEXT: %h0.res1 = fusion.group(%h0.proj.mm, %x) ({
 // CHECK:      }) {kind = "elementwise", epilogue_of = "h0.proj.mm"}
-// CHECK-NEXT: %h0.ln2 = fusion.group(%h0.res1, %h0.ln1.1, %h0.ln1.11, %h0.ln2.g, %h0.ln2.b) ({
+// CHECK-NEXT: %h0.ln2 = fusion.group(%h0.res1) ({
 // CHECK:      }) {kind = "reduction"}
 // CHECK-NEXT: %h0.fc1.mm = prim.dot_general(%h0.ln2, %h0.fc1.w)
-// CHECK:      %h0.gelu = fusion.group(%h0.fc1.b, %h0.fc1.mm, %h0.gelu.1, %h0.scale, %h0.gelu.8) ({
+// CHECK:      %h0.gelu = fusion.group(%h0.fc1.mm) ({
 // CHECK:        prim.erf
 // CHECK:      }) {kind = "elementwise", epilogue_of = "h0.fc1.mm"}
 // CHECK-NEXT: %h0.fc2.mm = prim.dot_general(%h0.gelu, %h0.fc2.w)
-// CHECK-NEXT: %h0.res2 = fusion.group(%h0.fc2.b, %h0.fc2.mm, %h0.res1) ({
+// CHECK-NEXT: %h0.res2 = fusion.group(%h0.fc2.mm, %h0.res1) ({
 // CHECK:      }) {kind = "elementwise", epilogue_of = "h0.fc2.mm"}
-// CHECK-NEXT: %y = fusion.group(%h0.res2, %h0.ln1.1, %h0.ln1.11, %ln_f.g, %ln_f.b) ({
+// CHECK-NEXT: %y = fusion.group(%h0.res2) ({
 // CHECK:      }) {kind = "reduction"}
 // CHECK-NEXT: func.return(%y)
 
