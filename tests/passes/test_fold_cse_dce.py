@@ -55,6 +55,24 @@ def test_a_folded_value_keeps_its_name_and_a_big_one_becomes_a_resource():
     assert 'value = resource<"b">' in print_module(m)
 
 
+BROADCAST = """module {{
+  func.func @main(%x: tensor<{n}x1xf32>) -> (tensor<{n}x1xf32>) {{
+    %c = builtin.constant() {{value = dense<768.0> : tensor<f32>}} : () -> tensor<f32>
+    %b = prim.broadcast_in_dim(%c) {{broadcast_dimensions = []}} : (tensor<f32>) -> tensor<{n}x1xf32>
+    %y = prim.div(%x, %b) : (tensor<{n}x1xf32>, tensor<{n}x1xf32>) -> tensor<{n}x1xf32>
+    func.return(%y) : (tensor<{n}x1xf32>) -> ()
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("n, folded", [(1024, True), (1025, False)])
+def test_fold_keeps_a_broadcast_that_would_expand_a_constant(n, folded):
+    m = parse_module(BROADCAST.format(n=n))
+    out = check_pipeline(m, {"x": np.arange(n, dtype=np.float32).reshape(n, 1)}, "fold")
+    assert ("prim.broadcast_in_dim" not in op_names(out)) == folded
+
+
 def test_an_op_that_would_fail_is_left_to_fail_at_run_time():
     text = """module {
   func.func @main() -> (tensor<2xf32>) {
