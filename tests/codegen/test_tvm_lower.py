@@ -32,7 +32,7 @@ def _model(kind: str, d: int, rng, symbolic: bool):
     x = np.zeros((2, d), np.float32)
     s = rng.standard_normal(d).astype(np.float32)
     b = rng.standard_normal(d).astype(np.float32)
-    shapes = {"x": ["N", d]} if symbolic else {"x": [4 if d == 64 else 3, d]}
+    shapes = {"x": ["N", d]} if symbolic else {"x": [{64: 4, 37: 3}.get(d, 7), d]}
     if kind == "rms":
         return node_model("RMSNormalization", {"x": x}, ["y"], opset=23, initializers={"s": s},
                           axis=-1, shapes=shapes)
@@ -61,7 +61,7 @@ KINDS = ["rms", "softmax", "layernorm", "gelu"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("shape", [(4, 64), (3, 37)])
+@pytest.mark.parametrize("shape", [(4, 64), (3, 37), (7, 256)])  # 256: rows are prefetched
 def test_decomposed_ops_match_reference(kind, shape):
     rng = np.random.default_rng(0)
     module = _prim_module(kind, shape[1], rng)
@@ -70,13 +70,14 @@ def test_decomposed_ops_match_reference(kind, shape):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_symbolic_rows_one_compile_two_sizes(kind):
+@pytest.mark.parametrize("width", [64, 256])
+def test_symbolic_rows_one_compile_two_sizes(kind, width):
     rng = np.random.default_rng(1)
-    module = _prim_module(kind, 64, rng, symbolic=True)
+    module = _prim_module(kind, width, rng, symbolic=True)
     kernel = compile_block(module.funcs[0].entry, kind)
     assert set(kernel.kernel.sizes) == {"N"}
     for n in (5, 13):
-        _check(kernel, module, rng.standard_normal((n, 64)).astype(np.float32))
+        _check(kernel, module, rng.standard_normal((n, width)).astype(np.float32))
 
 
 def test_fold_pipeline_constants_become_parameters():

@@ -29,6 +29,7 @@ import tvm
 from tvm import tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.prefetch import prefetch_rows
 from pir.codegen.tvm.lower import LoweredKernel
 
 __all__ = ["schedule_cpu", "VECTOR_BYTES"]
@@ -47,7 +48,17 @@ def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm
     sch.work_on(kernel.name)
     scheduler = _Scheduler(sch, kernel, vector_bytes)
     scheduler.run()
-    return scheduler.sch.mod  # a failed step may have swapped in a saved copy
+    mod = scheduler.sch.mod  # a failed step may have swapped in a saved copy
+    if scheduler.row_loops:
+        func = prefetch_rows(mod[kernel.name], len(kernel.inputs), scheduler.row_loops)
+        mod = tvm.IRModule({kernel.name: func})
+    return mod
+
+
+def _uncast(value):
+    while isinstance(value, tirx.Cast):
+        value = value.value
+    return value
 
 
 class _Scheduler:
@@ -55,6 +66,7 @@ class _Scheduler:
         self.sch = sch
         self.kernel = kernel
         self.vector_bytes = vector_bytes
+        self.row_loops = 0  # how many dims the parallel row loop fuses (fuse_rows), or 0
 
     # -- queries -------------------------------------------------------------------------
 
@@ -85,6 +97,18 @@ class _Scheduler:
         # TVM 0.27 represents a buffer read as ``tvm.ir.expr.TensorLoad`` (tirx.BufferLoad is
         # a constructor function there, not a class), so test by name
         return type(value).__name__ in ("TensorLoad", "BufferLoad", "IntImm", "FloatImm")
+
+    def is_one_op(self, block) -> bool:
+        """A block computing one add, subtract or multiply of loads and immediates (layer
+        norm's ``x - mean``): redoing it in each consumer costs one vector op, while keeping
+        it costs a row buffer, which TVM allocates from its workspace pool on every row once
+        it is over 1 KB (a call and a free per row)."""
+        store = self.store(block)
+        if store is None or type(store.value).__name__ not in ("Add", "Sub", "Mul"):
+            return False
+        leaves = (store.value.a, store.value.b)
+        return all(type(_uncast(v)).__name__ in ("TensorLoad", "BufferLoad", "IntImm",
+                                                 "FloatImm") for v in leaves)
 
     def is_empty(self, block) -> bool:
         """A block with a loop of static extent 0: it runs no iteration."""
@@ -140,7 +164,7 @@ class _Scheduler:
             shared = len(self.sch.get_consumers(b)) > 1
             # i1 values are always inlined (a compare is cheap to redo): TVM's vectorised
             # loads of an i1 buffer break its build (a Not of a non-i1 value in a Select)
-            cheap = self.is_pure_load(b) or self.writes_bool(b)
+            cheap = self.is_pure_load(b) or self.writes_bool(b) or self.is_one_op(b)
             if keep_shared and (shared or self.is_row_value(b)) and not cheap:
                 continue
             if consumers > _MAX_INLINE_CONSUMERS and not cheap:
@@ -175,6 +199,7 @@ class _Scheduler:
         except ScheduleError:
             self.sch = saved
             return False
+        self.row_loops = nrow
         rf_names = {sch.get(rf).name_hint for rf in rfs if rf is not None}
         for b in sch.get_child_blocks(row):
             if sch.get(b).name_hint in rf_names:
