@@ -10,7 +10,7 @@ import numpy as np
 
 import tvm
 
-__all__ = ["ALIGN", "aligned_empty", "as_tvm", "contiguous"]
+__all__ = ["ALIGN", "OutputPool", "aligned_empty", "as_tvm", "contiguous"]
 
 ALIGN = 64  # TVM only shares (DLPack) memory aligned to 64 bytes
 
@@ -22,6 +22,43 @@ def aligned_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
     buf = np.empty(nbytes + ALIGN, np.uint8)
     start = -buf.ctypes.data % ALIGN
     return buf[start:start + nbytes].view(dtype).reshape(shape)
+
+
+class OutputPool:
+    """Memory for the arrays a function returns, reused once the caller has dropped them.
+
+    A returned array must survive the next run, so it cannot live in a planned slot; a new
+    allocation per run, though, costs a page fault and a zeroed page per 4 KB (for a
+    [16384, 768] float32 output, more than the kernel that fills it).  Like ONNX Runtime's
+    arena, the pool lends a buffer: the array it returns holds a :class:`_Lease`, whose
+    finaliser gives the buffer back when the last array or view of it is gone."""
+
+    def __init__(self) -> None:
+        self._free: dict[int, list[np.ndarray]] = {}
+
+    def empty(self, shape: tuple[int, ...], dtype) -> np.ndarray:
+        """An uninitialised, 64-byte aligned C-ordered array from the pool."""
+        dtype = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        free = self._free.get(nbytes)
+        raw = free.pop() if free else aligned_empty((max(nbytes, 1),), np.uint8)
+        arr = np.asarray(_Lease(raw, tuple(shape), dtype, self._free, nbytes))
+        # dtypes numpy's array interface cannot name (ml_dtypes' bfloat16 reads as V2)
+        return arr if arr.dtype == dtype else arr.view(dtype)
+
+
+class _Lease:
+    """The owner of a pooled buffer while arrays view it (numpy keeps the object an array
+    was made from alive as its base, through every view)."""
+
+    def __init__(self, raw: np.ndarray, shape, dtype: np.dtype, free: dict, nbytes: int):
+        self._raw, self._free, self._nbytes = raw, free, nbytes
+        self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
+                                    "data": (raw.ctypes.data, False),
+                                    "descr": dtype.descr}
+
+    def __del__(self) -> None:
+        self._free.setdefault(self._nbytes, []).append(self._raw)
 
 
 def as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | None]:

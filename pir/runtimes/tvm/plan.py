@@ -10,7 +10,8 @@ work once per function and binding of its symbolic dims (the sizes the inputs fi
   the last use of its value and of every value that may be a view of it (a reshape or
   transpose the reference rules compute as a numpy view).  TVM tensors over the slots and the
   constants are made once too.  Slots that a function output may view are not reused across
-  runs (the caller keeps the arrays it got): they are allocated afresh on every run.
+  runs (the caller keeps the arrays it got): they come from an :class:`OutputPool`, which
+  lends a buffer again once the caller has dropped every array of it.
 * **Steps.**  A kernel is one call of its compiled function on prepared tensors; a matmul
   (``prim.dot_general`` in matmul form, float32) is ``np.matmul`` into its slot; every other
   op runs on the reference rules, checked as in the reference runtime.
@@ -29,7 +30,7 @@ import numpy as np
 import tvm
 
 from pir.codegen.tvm.dims import solve
-from pir.runtimes.tvm.buffers import aligned_empty, as_tvm
+from pir.runtimes.tvm.buffers import OutputPool, aligned_empty, as_tvm
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
@@ -110,6 +111,7 @@ class Plan:
         self.tensors: dict[Value, tvm.runtime.Tensor] = {}  # TVM tensors made once
         self.constants: dict[Value, np.ndarray] = {}
         self.steps: list[tuple[Operation, Callable[[], None]]] = []
+        self.outputs = OutputPool()  # buffers of the arrays a run returns
         self._assign_slots()
         self._make_steps()
 
@@ -239,7 +241,7 @@ class Plan:
             result_tensors = list(out_tensors)
             for j, r in enumerate(outs):
                 if fresh[j]:
-                    arr = aligned_empty(self.views[r].shape, self.views[r].dtype)
+                    arr = self.outputs.empty(self.views[r].shape, self.views[r].dtype)
                     values[r] = arr
                     result_tensors[j] = tvm.runtime.from_dlpack(arr)
                 else:
@@ -256,7 +258,7 @@ class Plan:
         out = self.views[r]
 
         def step() -> None:
-            dst = aligned_empty(out.shape, out.dtype) if fresh else out
+            dst = self.outputs.empty(out.shape, out.dtype) if fresh else out
             np.matmul(values[lhs], values[rhs], out=dst)
             values[r] = dst
 
