@@ -35,6 +35,9 @@ _ap.add_argument("--profile", metavar="NAME",
 ARGS = _ap.parse_args()
 
 os.environ["TVM_NUM_THREADS"] = str(ARGS.threads)  # before anything imports tvm
+from pir.cpu_env import choose_openblas_kernels  # noqa: E402
+
+choose_openblas_kernels()  # as the pir command does, before numpy is imported
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_v, str(ARGS.threads))
 

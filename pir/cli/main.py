@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import importlib
 
-import click
+from pir.cpu_env import choose_openblas_kernels
 
-from pir import __version__
+choose_openblas_kernels()  # before anything imports numpy
+
+import click  # noqa: E402
+
+from pir import __version__  # noqa: E402
 
 # Commands are imported when used, so `pir --help` and each stage start fast.
 _COMMANDS = {

@@ -156,3 +156,35 @@ def test_results_numpy_cannot_share_with_tvm_take_the_interpreters_path(case):
     want = run_function(reference, {"x": x})["y"]
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+
+
+DOTS = """module {
+  func.func @main(%a: tensor<5x3xf32>, %b: tensor<4x3xf32>, %c: tensor<3x5xf32>,
+                  %p: tensor<2x3x5xf32>, %q: tensor<2x4x3xf32>)
+      -> (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>) {
+    %abt = prim.dot_general(%a, %b) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]} : (tensor<5x3xf32>, tensor<4x3xf32>) -> tensor<5x4xf32>
+    %ctc = prim.dot_general(%c, %c) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0]} : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<5x5xf32>
+    %pq = prim.dot_general(%p, %q) {lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [2]} : (tensor<2x3x5xf32>, tensor<2x4x3xf32>) -> tensor<2x5x4xf32>
+    func.return(%abt, %ctc, %pq) : (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>) -> ()
+  }
+}
+"""
+
+
+def test_products_of_transposed_operands_are_matmul_steps_and_match_the_reference():
+    from pir.runtimes.tvm.plan import matmul_form
+
+    module = parse_module(DOTS)
+    forms = [matmul_form(op) for op in module.funcs[0].entry.ops[:-1]]
+    assert forms == [(False, True), (True, False), (True, True)]
+    rng = np.random.default_rng(3)
+    feeds = {a.name: rng.standard_normal(a.type.shape).astype(np.float32)
+             for a in module.funcs[0].args}
+    got = TvmInterpreter(module).run(module.funcs[0], feeds)
+    want = {"abt": feeds["a"] @ feeds["b"].T, "ctc": feeds["c"].T @ feeds["c"],
+            "pq": np.swapaxes(feeds["p"], 1, 2) @ np.swapaxes(feeds["q"], 1, 2)}
+    ref = run_function(module, feeds)
+    for k, v in want.items():
+        np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(ref[k], v, rtol=1e-5, atol=1e-6)
+        assert ref[k].flags.c_contiguous

@@ -54,25 +54,36 @@ def _static_shape(t, symbols: dict[str, int]) -> tuple[int, ...] | None:
     return tuple(out)
 
 
-def matmul_form(op: Operation) -> bool:
-    """A float32 dot_general numpy's matmul computes as is: ``[..., M, K] x [..., K, N]``
-    (or ``[K, N]`` weights), batch dims leading and in order."""
+def matmul_form(op: Operation) -> tuple[bool, bool] | None:
+    """For a float32 dot_general numpy's matmul computes, ``[..., M, K] x [..., K, N]`` (or
+    ``[K, N]`` weights), batch dims leading and in order, with either operand's last two
+    dims possibly swapped (a transposed view, which BLAS reads as is): whether each operand
+    is transposed.  None for any other op."""
     if op.name != "prim.dot_general":
-        return False
+        return None
     lt, rt = op.operands[0].type, op.operands[1].type
     if not (isinstance(lt, TensorType) and isinstance(rt, TensorType)) or lt.shape is None \
             or rt.shape is None or lt.dtype != DType.F32 or rt.dtype != DType.F32:
-        return False
+        return None
     lr, rr = len(lt.shape), len(rt.shape)
     lb, rb = list(op.lhs_batching_dimensions), list(op.rhs_batching_dimensions)
+    lc, rc = list(op.lhs_contracting_dimensions), list(op.rhs_contracting_dimensions)
     nb = len(lb)
-    if lb != list(range(nb)) or rb != list(range(nb)):
-        return False
-    if list(op.lhs_contracting_dimensions) != [lr - 1] or lr < nb + 1:
-        return False
-    if nb == 0:
-        return rr == 2 and list(op.rhs_contracting_dimensions) == [0]
-    return rr == nb + 2 and list(op.rhs_contracting_dimensions) == [nb] and lr == nb + 2
+    if lb != list(range(nb)) or rb != list(range(nb)) or len(lc) != 1 or len(rc) != 1:
+        return None
+    if rr != nb + 2 or (nb and lr != nb + 2) or lr < nb + 1:
+        return None
+    if lc == [lr - 1]:
+        lhs_t = False
+    elif lc == [lr - 2] and lr == nb + 2:
+        lhs_t = True  # [..., K, M]
+    else:
+        return None
+    if rc == [nb]:
+        return lhs_t, False
+    if rc == [nb + 1]:
+        return lhs_t, True  # [..., N, K]
+    return None
 
 
 #: Element types numpy shares with TVM through DLPack (bfloat16 and the f8 types are
@@ -118,7 +129,7 @@ class Plan:
     # -- planning ----------------------------------------------------------------------------
 
     def _planned(self, op: Operation) -> bool:
-        return isinstance(op, TvmKernelOp) or matmul_form(op)
+        return isinstance(op, TvmKernelOp) or matmul_form(op) is not None
 
     def _assign_slots(self) -> None:
         ops = [op for op in self.block.ops if Terminator not in op.traits]
@@ -204,7 +215,7 @@ class Plan:
                 continue
             if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results):
                 self.steps.append((op, self._kernel_step(op)))
-            elif matmul_form(op) and op.results[0] in self.slot_of:
+            elif matmul_form(op) is not None and op.results[0] in self.slot_of:
                 self.steps.append((op, self._matmul_step(op)))
             else:
                 self.steps.append((op, self._reference_step(op)))
@@ -253,13 +264,16 @@ class Plan:
     def _matmul_step(self, op: Operation) -> Callable[[], None]:
         values = self.interp.values
         lhs, rhs = op.operands
+        lhs_t, rhs_t = matmul_form(op)
         r = op.results[0]
         fresh = self.slots[self.slot_of[r]].fresh
         out = self.views[r]
 
         def step() -> None:
             dst = self.outputs.empty(out.shape, out.dtype) if fresh else out
-            np.matmul(values[lhs], values[rhs], out=dst)
+            a, b = values[lhs], values[rhs]
+            np.matmul(np.swapaxes(a, -1, -2) if lhs_t else a,
+                      np.swapaxes(b, -1, -2) if rhs_t else b, out=dst)
             values[r] = dst
 
         return step

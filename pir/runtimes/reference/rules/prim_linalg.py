@@ -1,4 +1,5 @@
-"""Reference rules for dot_general and conv (einsum-based, accumulating in at least f32)."""
+"""Reference rules for dot_general (one batched matmul) and conv (einsum-based), accumulating
+in at least f32."""
 
 from __future__ import annotations
 
@@ -13,23 +14,44 @@ from pir.runtimes.reference.rules.prim_common import compute_dtype
 
 @evaluates("prim.dot_general")
 def dot_general(op, lhs, rhs):
+    lb, rb = list(op.lhs_batching_dimensions), list(op.rhs_batching_dimensions)
+    lc, rc = list(op.lhs_contracting_dimensions), list(op.rhs_contracting_dimensions)
+    dtype, work = lhs.dtype, compute_dtype(lhs.dtype)
+    lhs, rhs = lhs.astype(work, copy=False), rhs.astype(work, copy=False)
+    if work.kind != "f":
+        return _dot_einsum(lhs, rhs, lb, rb, lc, rc).astype(dtype, copy=False)
+    # As XLA's DotDecomposer: batch dims first, then the free dims, then the contracted
+    # ones, each group merged into one dim, and one batched matmul (BLAS).  The result is
+    # contiguous, which einsum's is not always (its transposed outputs cost a copy later).
+    lf = [d for d in range(lhs.ndim) if d not in lb + lc]
+    rf = [d for d in range(rhs.ndim) if d not in rb + rc]
+    batch = [lhs.shape[d] for d in lb]
+    b, m, n = _prod(batch), _prod(lhs.shape[d] for d in lf), _prod(rhs.shape[d] for d in rf)
+    k = _prod(lhs.shape[d] for d in lc)
+    a = lhs.transpose(lb + lf + lc).reshape(b, m, k)
+    c = rhs.transpose(rb + rc + rf).reshape(b, k, n)
+    out = np.matmul(a, c).reshape(batch + [lhs.shape[d] for d in lf] + [rhs.shape[d] for d in rf])
+    return out.astype(dtype, copy=False)
+
+
+def _prod(dims) -> int:
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
+
+
+def _dot_einsum(lhs, rhs, lb, rb, lc, rc):
+    """dot_general of integers and booleans: einsum's own loops."""
     letters = iter(string.ascii_letters)
     lsub = [next(letters) for _ in range(lhs.ndim)]
     rsub = [""] * rhs.ndim
-    lb, rb = op.lhs_batching_dimensions, op.rhs_batching_dimensions
-    lc, rc = op.lhs_contracting_dimensions, op.rhs_contracting_dimensions
     for a, b in zip(lb + lc, rb + rc):  # paired dims share a letter
         rsub[b] = lsub[a]
     rsub = [s or next(letters) for s in rsub]
     out = ([lsub[a] for a in lb] + [s for i, s in enumerate(lsub) if i not in lb + lc]
            + [s for i, s in enumerate(rsub) if i not in rb + rc])
-    spec = f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}"
-    work = compute_dtype(lhs.dtype)
-    # optimize=True lets einsum hand the product to BLAS (tensordot): ~5x faster than its
-    # own loops on matmul shapes
-    res = np.einsum(spec, lhs.astype(work, copy=False), rhs.astype(work, copy=False),
-                    optimize=True)
-    return np.asarray(res).astype(lhs.dtype, copy=False)
+    return np.asarray(np.einsum(f"{''.join(lsub)},{''.join(rsub)}->{''.join(out)}", lhs, rhs))
 
 
 def _dilate(x: np.ndarray, factors) -> np.ndarray:
