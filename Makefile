@@ -47,6 +47,7 @@ bench: venv
 	$(PY) bench/kernels.py
 	$(PY) bench/models.py
 	$(PY) bench/compile.py
+	$(PY) bench/autodiff.py
 
 clean:
 	rm -rf $(VENV) samples/*/build

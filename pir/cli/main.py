@@ -18,6 +18,7 @@ _COMMANDS = {
     "codegen": ("pir.cli.codegen_cmd", "codegen_cmd"),
     "diff": ("pir.cli.diff_cmd", "diff_cmd"),
     "import": ("pir.cli.import_cmd", "import_cmd"),
+    "link": ("pir.cli.link_cmd", "link_cmd"),
     "ops": ("pir.cli.ops_cmd", "ops_cmd"),
     "optimize": ("pir.cli.optimize_cmd", "optimize_cmd"),
     "passes": ("pir.cli.passes_cmd", "passes_cmd"),

@@ -39,9 +39,15 @@ from pir.cli.common import AtomicOutput, read_module, run_command
 @click.option("--profile", is_flag=True,
               help="Print time per kernel (by symbol) and per op kind to stderr: calls, "
                    "total ms, share (with --repeat: over the timed runs).")
+@click.option("--steps", type=click.IntRange(min=1), metavar="N",
+              help="Iterate a training step N times (outputs new_X feed inputs X; inputs not "
+                   "given come from @<func>_init), printing the loss per step; -o then saves "
+                   "the trained values (.npz).  See `pir autodiff --train`.")
+@click.option("--every", type=click.IntRange(min=1), default=1, show_default=True, metavar="K",
+              help="With --steps: print the loss every K steps (and at the first and last).")
 @run_command
 def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, rtol, atol, func,
-            runtime, repeat, threads, profile):
+            runtime, repeat, threads, profile, steps, every):
     """Run PROGRAM on the reference runtime (numpy), or on the tvm runtime when it holds
     kernels made by `pir codegen` (kernels cached in $PIR_CACHE_DIR or ~/.cache/pir).
 
@@ -68,6 +74,11 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
     if not isinstance(fn, FuncOp):
         raise PirError(f"the program has no function @{func}", file=program)
     feeds = load_inputs(inputs_npz, input_pairs)
+    if steps:
+        from pir.cli.run_steps import run_steps
+
+        run_steps(module, fn, feeds, steps, runtime, output, every)
+        return
     if not feeds and fn.args:
         if not check_model:
             names = ", ".join(a.name for a in fn.args)

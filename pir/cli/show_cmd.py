@@ -23,6 +23,20 @@ def _count(n: float, unit: str) -> str:
     return str(n)
 
 
+def _print_kept(console, fn, dims) -> None:
+    """For a reverse-mode derivative: what its forward part keeps for its backward part."""
+    from pir.passes.autodiff.memory import has_backward, kept
+
+    if fn is None or not has_backward(fn):
+        return
+    k = kept(fn, dims)
+    line = f"kept between forward and backward: {k.count} values, {k.nbytes} bytes"
+    if k.unsized:
+        line += (f" (not counting {len(k.unsized)} values whose sizes depend on symbolic dims: "
+                 "give them with --dim)")
+    console.print(line, soft_wrap=True)
+
+
 @click.command("show")
 @click.argument("input", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--dim", "dims", multiple=True, metavar="SYM=N",
@@ -30,7 +44,8 @@ def _count(n: float, unit: str) -> str:
 @run_command
 def show_cmd(input: str, dims: tuple[str, ...]) -> None:
     """Summarise INPUT: signature with symbolic dims, ops per dialect and per op, parameters,
-    estimated FLOPs and bytes computed, fusion groups and kernels.
+    estimated FLOPs and bytes computed, fusion groups and kernels; for a reverse-mode
+    derivative (`pir autodiff`), the values its forward part keeps for its backward part.
 
     FLOPs count a multiply-add as 2 (matrix products and convolutions from their shapes,
     elementwise ops and reductions one per element); ops whose sizes depend on a symbolic
@@ -69,6 +84,7 @@ def show_cmd(input: str, dims: tuple[str, ...]) -> None:
             cost += (f" (not counting {s.unknown_cost_ops} ops whose sizes depend on symbolic "
                      "dims: give them with --dim)")
         console.print(cost)
+        _print_kept(console, module.lookup(s.name), parse_dims(dims))
         if s.groups_by_kind:
             console.print("fusion: " + ", ".join(f"{n} {k}" for k, n in sorted(s.groups_by_kind.items())))
         ops = Table(box=None, show_header=True, header_style="bold")

@@ -4,8 +4,12 @@
   (``zero``, ``nondiff``) and the helpers for the common shapes of rule.
 - ``rules_*``: the rules, one module per prim family.
 - ``transform``: one application of reverse or forward mode to a function.
-- ``driver``: :func:`differentiate`, what ``pir autodiff`` runs (decompose, N applications,
-  cleanup, the result added to the module).
+- ``driver``: :func:`differentiate`, what ``pir autodiff`` runs (inlining, decompose, N
+  applications, cleanup, the result added to the module).
+- ``inline``: calls inlined before differentiating.
+- ``memory``: the forward and backward parts of a reverse-mode derivative, what is kept
+  between them, and rematerialization (``--remat``).
+- ``train``: training steps (``pir autodiff --train``).
 
 docs/autodiff.md describes the model.
 """

@@ -3,7 +3,8 @@
 1. The function is copied into a scratch module (the input module's functions stay as they
    were); constants named by ``wrt`` become inputs of the copy, so that no pass folds them
    or merges them with an equal constant while they are being differentiated.
-2. ``decompose`` rewrites its nn ops into prims.
+2. Calls are inlined (:mod:`pir.passes.autodiff.inline`), and ``decompose`` rewrites the
+   nn ops into prims.
 3. Reverse or forward mode is applied ``order`` times, each time to the previous result
    (:mod:`pir.passes.autodiff.transform`); between two applications, and at the end, the
    cleanup pipeline (canonicalize, fold, cse, dce) removes what the derivative does not use.
@@ -24,6 +25,8 @@ from pir.ir.core import Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp
 from pir.ir.dialects.func import CallOp, FuncOp
 from pir.ir.types import TensorType
+from pir.passes.autodiff.inline import inline_calls
+from pir.passes.autodiff.memory import mark_backward, rematerialize, unmark
 from pir.passes.autodiff.transform import clone_op, forward, reverse
 
 __all__ = ["differentiate", "CLEANUP"]
@@ -185,7 +188,7 @@ def _adopt(module: ModuleOp, scratch: ModuleOp, fn: FuncOp) -> None:
 def differentiate(module: ModuleOp, wrt: Sequence[str], *, func: str = "main",
                   mode: str = "rev", of: Sequence[str] = (), seed: str = "input",
                   order: int = 1, keep_primal: bool = False, name: str | None = None,
-                  cleanup: str = CLEANUP) -> FuncOp:
+                  cleanup: str = CLEANUP, remat: bool = False) -> FuncOp:
     """Add to ``module`` the derivative of its function ``func`` and return it.
 
     ``mode="rev"``: the new function takes ``func``'s inputs, then (``seed="input"``) one
@@ -197,6 +200,10 @@ def differentiate(module: ModuleOp, wrt: Sequence[str], *, func: str = "main",
     outputs of the previous application (names ``grad2_<w>``, ``tangent2_<w>``, ...);
     ``keep_primal`` also returns every output of the function differentiated, at each
     order.  ``wrt`` names inputs or constants of ``func``.
+
+    In reverse mode the ops of the last application's backward part are marked
+    (:mod:`pir.passes.autodiff.memory`); ``remat`` recomputes the cheap values they would
+    keep from the forward part instead.
     """
     from pir.passes.decompose import Decompose
     from pir.passes.manager import PassManager
@@ -223,6 +230,8 @@ def differentiate(module: ModuleOp, wrt: Sequence[str], *, func: str = "main",
     for callee in _callees(module, fn):
         scratch.body.block.append(clone_op(callee, {}))
     cur = _replace(scratch, None, _lifted_copy(fn, name, targets))
+    inline_calls(scratch, cur)
+    unmark(cur)  # a derivative (or a call of one) differentiated again: all of it is forward
     PassManager([Decompose()]).run(scratch)
 
     wrt_index = [w.index for w in targets]
@@ -238,6 +247,7 @@ def differentiate(module: ModuleOp, wrt: Sequence[str], *, func: str = "main",
             new = reverse(scratch, cur, wrt_index, chosen, seed, keep_primal, name, grad_names,
                           cot_names)
             derived = len(grad_names)
+            seed_names = set(cot_names) if seed == "input" else set()
         else:
             tan_names = [_unique(f"{prefix}_{w.name}", taken) for w in targets]
             out_names = [_unique(f"{prefix}_{base}", taken) for base in bases]
@@ -247,11 +257,18 @@ def differentiate(module: ModuleOp, wrt: Sequence[str], *, func: str = "main",
         cur = _replace(scratch, cur, new)
         n_out = len(cur.return_op.operands)
         chosen = list(range(n_out - derived, n_out))
-        if level < order and cleanup:
-            _run(scratch, cleanup)
+        if level < order:
+            unmark(cur)  # the next order differentiates all of it
+            if cleanup:
+                _run(scratch, cleanup)
     cur = _replace(scratch, cur, _relowered(cur, name, targets))
+    backward = set(unmark(cur))  # the copies made by _relowered
     if cleanup:
-        _run(scratch, cleanup)
+        _run(scratch, cleanup)  # unmarked, so that cse merges backward and forward duplicates
+    if mode == "rev":
+        mark_backward(cur, backward, [a for a in cur.args if a.name in seed_names])
+        if remat:
+            rematerialize(cur)
     _adopt(module, scratch, cur)
     return cur
 

@@ -25,6 +25,7 @@ from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp, ReturnOp
 from pir.ir.types import FunctionType, TensorType
 from pir.passes.autodiff.builder import ADBuilder
+from pir.passes.autodiff.memory import BACKWARD, PHASE
 from pir.passes.autodiff.registry import lookup
 
 __all__ = ["clone_op", "reverse", "forward"]
@@ -162,8 +163,13 @@ def reverse(module: ModuleOp, fn: FuncOp, wrt: Sequence[int], of: Sequence[int],
         b.base = gname
         grads.append(b.instantiate(cts.get(block.args[i]), block.args[i]))
     kept = primal_outs if keep_primal else []
-    return _finish(new, b, set(mapping.values()), kept + grads,
+    done = _finish(new, b, set(mapping.values()), kept + grads,
                    [None] * len(kept) + list(grad_names), fn.return_op.loc)
+    primal_ops = set(ops)
+    for op in block.ops[:-1]:  # what the rules built: the backward part (see memory.py)
+        if op not in primal_ops:
+            op.attributes[PHASE] = BACKWARD
+    return done
 
 
 def forward(module: ModuleOp, fn: FuncOp, wrt: Sequence[int], of: Sequence[int], seed: str,
