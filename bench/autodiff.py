@@ -56,7 +56,7 @@ import numpy as np  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-import pir.codegen.tvm as ptvm  # noqa: E402,F401  (imports tvm with TVM_NUM_THREADS set)  # noqa: F401  (imports tvm with TVM_NUM_THREADS set)
+import pir.codegen.tvm as ptvm  # noqa: E402,F401  (imports tvm with TVM_NUM_THREADS set)
 from pir.cli.link_cmd import link  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
