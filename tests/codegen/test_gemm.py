@@ -154,3 +154,37 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     want = run_function(before, {"x": x})["y"]
     got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+COMPUTED_W = """module {{
+  func.func @main(%x: tensor<Nx{k}xf32>, %w: tensor<{wshape}xf32>, %b: tensor<{n}xf32>) -> (tensor<Nx{n}xf32>) {{
+    %mm = prim.dot_general(%x, %w) {{lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [{rc}]}} : (tensor<Nx{k}xf32>, tensor<{wshape}xf32>) -> tensor<Nx{n}xf32>
+    %bb = prim.broadcast_in_dim(%b) {{broadcast_dimensions = [1]}} : (tensor<{n}xf32>) -> tensor<Nx{n}xf32>
+    %y = prim.add(%mm, %bb) : (tensor<Nx{n}xf32>, tensor<Nx{n}xf32>) -> tensor<Nx{n}xf32>
+    func.return(%y) : (tensor<Nx{n}xf32>) -> ()
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_computed_weights_are_packed_in_the_kernel(transposed):
+    """A function that takes its weights as an input (a derivative, a training step): the
+    kernel packs them itself ([N, K] ones transposed first) into a buffer before the GEMM."""
+    k, n = 24, 64
+    text = COMPUTED_W.format(k=k, n=n, wshape=f"{n}x{k}" if transposed else f"{k}x{n}",
+                             rc=1 if transposed else 0)
+    module = parse_module(text)
+    PassManager(parse_pipeline("fuse")).run(module)
+    before = parse_module(print_module(module))
+    report = codegen_module(module, "llvm")
+    assert report.matmuls == 1
+    (kernel,) = _kernels(module)
+    assert [v.name for v in kernel.operands] == ["x", "w", "b"]
+    assert "_wpack" in kernel.source  # its own stage, not a gather inlined in the GEMM
+    rng = np.random.default_rng(4)
+    feeds = {"x": rng.standard_normal((11, k)).astype(np.float32),
+             "w": rng.standard_normal((n, k) if transposed else (k, n)).astype(np.float32),
+             "b": rng.standard_normal(n).astype(np.float32)}
+    got = TvmInterpreter(module).run(module.funcs[0], feeds)["y"]
+    np.testing.assert_allclose(got, run_function(before, feeds)["y"], rtol=1e-5, atol=1e-5)

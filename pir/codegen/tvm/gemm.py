@@ -1,4 +1,4 @@
-"""Matmuls by constant weights as TVM kernels: packed weights, a register-tiled schedule, and
+"""Matmuls by weights as TVM kernels: packed weights, a register-tiled schedule, and
 the elementwise epilogue (bias, activation) fused into the write-back of each tile.
 
 A ``prim.dot_general`` whose right operand is a 2-d float32 constant (a layer's weights) and
@@ -17,6 +17,11 @@ loop streams it with no stride.  The schedule (:func:`schedule_matmul`) computes
 row), loops over K with broadcast-FMA, and writes the tile back through the epilogue while it
 is still in registers.  On this machine it runs a [128, 768] x [768, 3072] float32 product at
 ONNX Runtime's MLAS speed (bench/kernels.py), about 2x numpy's OpenBLAS.
+
+A computed right operand (a function that takes its weights as inputs: a derivative, a
+training step) is packed by the kernel itself: the region holds the reshape and transpose
+(after a transpose of ``[N, K]`` weights) that make the panels, as a stage (``*_wpack``) the
+schedule computes into a buffer before the GEMM, K x N copies against M x K x N products.
 
 The region is ordinary prim IR: the reference runtime runs it, and ``pir diff`` reads it.
 """
@@ -82,8 +87,11 @@ RULES["prim.dot_general"] = _dot_general
 
 # -- forming the groups ----------------------------------------------------------------------
 
-def _gemm_weights(op: Operation) -> np.ndarray | None:
-    """The [K, N] weights of a dot_general this module compiles, else None."""
+def _gemm_weights(op: Operation) -> np.ndarray | Value | None:
+    """The right operand of a dot_general this module compiles: its [K, N] weights when it
+    is a constant (packed at codegen), the value itself when it is a computed [K, N] matrix
+    (packed by index arithmetic in the kernel: each panel row is BN contiguous floats), else
+    None."""
     if op.name != "prim.dot_general" or op.lhs_batching_dimensions:
         return None
     lhs, rhs = op.operands
@@ -97,7 +105,11 @@ def _gemm_weights(op: Operation) -> np.ndarray | None:
             or len(op.rhs_contracting_dimensions) != 1:
         return None
     if not isinstance(getattr(rhs, "op", None), ConstantOp):
-        return None
+        # a computed [K, N] or [N, K] matrix (the weights of a function that takes them as
+        # inputs, as a derivative or a training step does)
+        k, n = rt.shape if op.rhs_contracting_dimensions[0] == 0 else rt.shape[::-1]
+        ok = isinstance(k, int) and isinstance(n, int) and _panel(n) is not None and k >= 16
+        return rhs if ok else None
     w = np.asarray(constant_value(rhs.op))
     if op.rhs_contracting_dimensions[0] == 1:
         w = w.T  # [N, K] weights (ONNX Gemm with transB)
@@ -138,48 +150,74 @@ def form_matmul_groups(block: Block) -> int:
     return count
 
 
-def _form(dot: Operation, w: np.ndarray, epi: GroupOp | None) -> GroupOp:
+def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp:
     from pir.ir.dialects.prim.linalg import DotGeneralOp
-    from pir.ir.dialects.prim.shape import ReshapeOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
 
     x = dot.operands[0]
     out_t: TensorType = dot.results[0].type
     name = dot.results[0].name or "mm"
+    computed = isinstance(w, Value)
 
-    def core(body: Block, x_arg: Value) -> Value:
-        packed = _pack(w)
-        wp = body.append(make_constant(enclosing_module(dot), packed, f"{name}.packed",
-                                       dot.loc))
-        d_t = TensorType(out_t.dtype, tuple(out_t.shape[:-1]) + packed.shape[::2])
+    def core(body: Block, x_arg: Value, *w_arg: Value) -> Value:
+        if computed:
+            # ([N, K] ->) [K, N] -> [K, N/BN, BN] -> [N/BN, K, BN]: packed in the kernel, into
+            # a buffer of its own (the ``_wpack`` stage, see schedule_matmul) before the GEMM
+            dt, wv = w.type.dtype, w_arg[0]
+            if dot.rhs_contracting_dimensions[0] == 1:
+                n, k = w.type.shape
+                wv = body.append(TransposeOp.build(
+                    wv, permutation=[1, 0], result_types=[TensorType(dt, (k, n))],
+                    loc=dot.loc, result_names=[f"{name}.wt"])).results[0]
+            else:
+                k, n = w.type.shape
+            bn = _panel(n)
+            split = body.append(ReshapeOp.build(
+                wv, result_types=[TensorType(dt, (k, n // bn, bn))], loc=dot.loc,
+                result_names=[f"{name}.panels"]))
+            packed_v = body.append(TransposeOp.build(
+                split.results[0], permutation=[1, 0, 2], loc=dot.loc,
+                result_types=[TensorType(dt, (n // bn, k, bn))],
+                result_names=[f"{name}.wpack"])).results[0]
+            packed_shape = (n // bn, k, bn)
+        else:
+            packed = _pack(w)
+            packed_v = body.append(make_constant(enclosing_module(dot), packed,
+                                                 f"{name}.packed", dot.loc)).results[0]
+            packed_shape = packed.shape
+        d_t = TensorType(out_t.dtype, tuple(out_t.shape[:-1]) + packed_shape[::2])
         d = body.append(DotGeneralOp.build(
-            x_arg, wp.results[0], result_types=[d_t], loc=dot.loc,
+            x_arg, packed_v, result_types=[d_t], loc=dot.loc,
             lhs_contracting_dimensions=[len(x.type.shape) - 1], rhs_contracting_dimensions=[1],
             result_names=[f"{name}.tiles"]))
         return body.append(ReshapeOp.build(d.results[0], result_types=[out_t], loc=dot.loc,
                                            result_names=[name])).results[0]
 
-    return form_group(dot, core, epi, MATMUL)
+    return form_group(dot, core, epi, MATMUL, inputs=[w] if computed else [])
 
 
-def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str) -> GroupOp:
+def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str,
+               inputs: list[Value] = ()) -> GroupOp:
     """Replace ``anchor`` (a library op whose operand 0 is its activation input and operand 1
-    its constant weights) and its epilogue group ``epi`` by one group of ``kind``:
-    ``core(body, x)`` appends the ops that compute the anchor's result from ``x``, then the
-    epilogue's ops move in after them."""
+    its weights) and its epilogue group ``epi`` by one group of ``kind``:
+    ``core(body, x, *inputs)`` appends the ops that compute the anchor's result from the
+    block arguments of ``x`` and of the other ``inputs`` it reads (computed weights), then
+    the epilogue's ops move in after them."""
     x = anchor.operands[0]
     result = anchor.results[0]
     extra = [v for v in epi.operands if v is not result] if epi is not None else []
+    extra = list(inputs) + [v for v in extra if v not in inputs]
     body = Block([x.type] + [v.type for v in extra], [x.name] + [v.name for v in extra])
-    c = core(body, body.args[0])
+    c = core(body, body.args[0], *body.args[1:1 + len(inputs)])
     if epi is None:
         body.append(YieldOp([c]))
         results, last = [result], anchor
     else:
         eb = epi.body.block
+        arg_of = dict(zip(extra, body.args[1:]))
         arg_map: dict[Value, Value] = {}
-        it = iter(body.args[1:])
         for a, v in zip(eb.args, epi.operands):
-            arg_map[a] = c if v is result else next(it)
+            arg_map[a] = c if v is result else arg_of[v]
         for inner in list(eb.ops):
             eb.remove(inner)
             inner.operands = [arg_map.get(v, v) for v in inner.operands]
@@ -193,10 +231,10 @@ def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str) -> Group
         old.replace_all_uses_with(new)
     if epi is not None:
         parent.remove(epi)
-    weights = anchor.operands[1].op
+    weights = getattr(anchor.operands[1], "op", None)
     parent.remove(anchor)
-    if not weights.results[0].uses:  # the unpacked weights, now dead
-        weights.parent.remove(weights)
+    if isinstance(weights, ConstantOp) and not weights.results[0].uses:
+        weights.parent.remove(weights)  # the unpacked weights, now dead
     return group
 
 
@@ -241,6 +279,8 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
             if nm.endswith(("_col", "_xpad")) and not _pure_load(sch, b):
                 col = b
                 continue
+            if nm.endswith("_wpack"):
+                continue  # computed weights, packed once per call before the GEMM
             try:
                 sch.compute_inline(b)
             except ScheduleError:
