@@ -13,7 +13,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,dist]'
 	touch $@
 
 demo: venv
@@ -48,6 +48,7 @@ bench: venv
 	$(PY) bench/models.py
 	$(PY) bench/compile.py
 	$(PY) bench/autodiff.py
+	$(PY) bench/shard.py
 
 clean:
 	rm -rf $(VENV) samples/*/build

@@ -23,6 +23,7 @@ _COMMANDS = {
     "optimize": ("pir.cli.optimize_cmd", "optimize_cmd"),
     "passes": ("pir.cli.passes_cmd", "passes_cmd"),
     "run": ("pir.cli.run_cmd", "run_cmd"),
+    "shard": ("pir.cli.shard_cmd", "shard_cmd"),
     "show": ("pir.cli.show_cmd", "show_cmd"),
     "verify": ("pir.cli.verify_cmd", "verify_cmd"),
 }

@@ -45,9 +45,14 @@ from pir.cli.common import AtomicOutput, read_module, run_command
                    "the trained values (.npz).  See `pir autodiff --train`.")
 @click.option("--every", type=click.IntRange(min=1), default=1, show_default=True, metavar="K",
               help="With --steps: print the loss every K steps (and at the first and last).")
+@click.option("--ranks", type=click.IntRange(min=1), metavar="N",
+              help="Run a sharded program (`pir shard`) on N ranks in this process, one "
+                   "thread each (N must be the mesh's size); outputs are assembled.")
+@click.option("--dist", "dist_backend", type=click.Choice(["mpi"]),
+              help="Run as one rank of an MPI job: mpiexec -n N pir run S.pir --dist mpi.")
 @run_command
 def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, rtol, atol, func,
-            runtime, repeat, threads, profile, steps, every):
+            runtime, repeat, threads, profile, steps, ranks, dist_backend, every):
     """Run PROGRAM on the reference runtime (numpy), or on the tvm runtime when it holds
     kernels made by `pir codegen` (kernels cached in $PIR_CACHE_DIR or ~/.cache/pir).
 
@@ -84,6 +89,12 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
             names = ", ".join(a.name for a in fn.args)
             raise PirError(f"no inputs given: @{func} takes {names} (use --inputs or --input)")
         feeds = random_inputs(fn, seed, parse_dims(dims))
+    if ranks or dist_backend or "dist.per_rank" in module.attributes:  # pir/runtimes/dist
+        from pir.runtimes.dist.cli import run_distributed
+
+        return run_distributed(program, module, feeds, ranks=ranks, backend=dist_backend,
+                               output=output, check_model=check_model, rtol=rtol, atol=atol,
+                               func=func, repeat=repeat)
     if profile and check_model:
         raise PirError("--profile cannot be used with --check")
     if threads and (runtime or default_runtime(module)) == "tvm":

@@ -8,6 +8,7 @@ from typing import ClassVar
 from pir.ir.builder import Builder
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
+from pir.ir.dialects.dist import DistTensorType
 from pir.ir.opdef import Pure
 from pir.passes.base import Pass, function_blocks
 from pir.passes.dce import drop_unused_resources, erase_dead_ops
@@ -22,6 +23,8 @@ def fold_in_place(module: ModuleOp, op: Operation, limit: int) -> list[Value] | 
     None when the op stays (not foldable, or a result larger than ``limit`` elements)."""
     if isinstance(op, ConstantOp) or op.regions or Pure not in op.traits:
         return None
+    if any(isinstance(r.type, DistTensorType) for r in op.results):
+        return None  # a sharded value: a constant holds the whole value, not its layout
     if not all(isinstance(getattr(v, "op", None), ConstantOp) for v in op.operands):
         return None
     if _expands(op):

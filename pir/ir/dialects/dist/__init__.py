@@ -15,6 +15,7 @@ from pir.ir.dialects.dist.ops import (
     SendOp,
     dist_type,
 )
+from pir.ir.dialects.dist.local import FromLocalOp, LoadShardOp, ToLocalOp, local_type
 from pir.ir.dialects.dist.types import (
     REDUCE_KINDS,
     DistTensorType,
@@ -30,4 +31,5 @@ from pir.ir.dialects.dist.types import (
 __all__ = ["Mesh", "Placement", "Replicate", "Shard", "Partial", "REDUCE_KINDS",
            "DistTensorType", "parse_placement", "parse_placements", "DistOp", "CollectiveOp",
            "AllReduceOp", "AllGatherOp", "ReduceScatterOp", "AllToAllOp", "BroadcastOp",
-           "SendOp", "RecvOp", "ReshardOp", "dist_type"]
+           "SendOp", "RecvOp", "ReshardOp", "dist_type", "ToLocalOp", "FromLocalOp",
+           "LoadShardOp", "local_type"]

@@ -302,3 +302,23 @@ def _recv_ranks(op, values, mailbox):
 @on_ranks("dist.reshard")
 def _reshard(op, values, mailbox):
     return [reshard(values[0], op.operands[0].type, op.results[0].type)]
+
+
+# The ops that join a per-rank program's local values to its distributed ones
+# (pir/ir/dialects/dist/local.py): identities on each rank's block.
+@on_ranks("dist.to_local")
+@on_ranks("dist.from_local")
+def _local_view(op, values, mailbox):
+    return [values[0]]
+
+
+@on_ranks("dist.load_shard")
+def _load_shard(op, values, mailbox):
+    raise PirError("dist.load_shard reads each rank's own weight file: run the per-rank "
+                   "program with `pir run --ranks N` or under MPI (pir.runtimes.dist)")
+
+
+@evaluates("dist.to_local", "dist.from_local", "dist.load_shard")
+def _per_rank_only(op, *x):
+    raise PirError(f"{op.name} belongs to a per-rank program, whose values are the blocks of "
+                   "one rank: run it on ranks (`pir run --ranks N`, or under MPI)")

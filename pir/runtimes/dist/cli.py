@@ -1,0 +1,126 @@
+"""What ``pir run --ranks N`` and ``pir run --dist mpi`` do after the inputs are read: run
+the program on ranks, then write, summarise or check the assembled outputs as a plain
+``pir run`` does.  Under MPI every rank runs and assembles the outputs, and rank 0 alone
+writes and prints; a rank that fails aborts the job (the others would wait at the next
+collective forever)."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import click
+import numpy as np
+
+from pir.errors import PirError
+
+__all__ = ["run_distributed"]
+
+
+def run_distributed(program: str, module, feeds: dict, *, ranks: int | None, backend: str | None,
+                    output: str | None, check_model: str | None, rtol: float, atol: float,
+                    func: str, repeat: int | None) -> None:
+    if backend == "mpi":
+        _run_mpi(program, module, feeds, ranks, output, check_model, rtol, atol, func, repeat)
+        return
+    import time
+
+    from pir.runtimes.dist.runner import RankedRun
+
+    run = RankedRun(module, ranks, func, program)
+    outputs = run.run(feeds)
+    if repeat:
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run.run(feeds)
+            times.append(time.perf_counter() - t0)
+        _latency(times, f"{run.mesh.num_ranks} ranks in one process")
+    _report(outputs, output, check_model, feeds, rtol, atol)
+
+
+def _run_mpi(program, module, feeds, ranks, output, check_model, rtol, atol, func, repeat):
+    from pir.passes.shard.localize import program_mesh
+    from pir.runtimes.dist.mpi import MpiComm, mpi_world
+    from pir.runtimes.dist.runner import run_rank
+
+    world = mpi_world()
+    mesh = program_mesh(module)
+    problem = None
+    if mesh is None:
+        problem = ("the program is not sharded: it has no !dist.tensor values and no "
+                   "dist.per_rank mesh (shard it with `pir shard`)")
+    elif mesh.num_ranks != world.Get_size():
+        problem = (f"the program's mesh {mesh} has {mesh.num_ranks} ranks, but mpiexec started "
+                   f"{world.Get_size()} process{'es' if world.Get_size() > 1 else ''} "
+                   f"(mpiexec -n {mesh.num_ranks} ...)")
+    elif ranks is not None and ranks != world.Get_size():
+        problem = f"--ranks {ranks} but mpiexec started {world.Get_size()} processes"
+    if problem:  # every rank finds it: rank 0 says it, all exit 1
+        if world.Get_rank() == 0:
+            raise PirError(problem)
+        sys.exit(1)
+    try:
+        outputs, times = run_rank(module, feeds, MpiComm(mesh, world), func, program,
+                                  repeat or 0)
+    except PirError as e:
+        if world.Get_size() == 1:
+            raise
+        click.echo(f"pir: error: rank {world.Get_rank()}: {e.message}", err=True)
+        sys.stderr.flush()
+        world.Abort(1)  # the other ranks may be waiting at a collective
+    if world.Get_rank() != 0:
+        return
+    if repeat:
+        _latency(times, f"{mesh.num_ranks} MPI processes")
+    _report(outputs, output, check_model, feeds, rtol, atol)
+
+
+def _latency(times: list[float], where: str) -> None:
+    median = float(np.median(times)) * 1e3
+    click.echo(f"latency: median {median:.3f} ms over {len(times)} runs ({where})", err=True)
+
+
+def _report(outputs, output, check_model, feeds, rtol, atol) -> None:
+    from pir.cli.common import AtomicOutput
+    from pir.cli.run_cmd import _summarize
+
+    if check_model:
+        _check(outputs, check_model, feeds, rtol, atol)
+    elif output == "-":
+        buf = io.BytesIO()
+        np.savez(buf, **outputs)
+        sys.stdout.buffer.write(buf.getvalue())
+        sys.stdout.buffer.flush()
+    elif output:
+        with AtomicOutput(output) as f:
+            np.savez(f, **outputs)
+    else:
+        _summarize(outputs)
+
+
+def _check(outputs, model_path, feeds, rtol, atol) -> None:
+    """Each assembled output against ONNX Runtime's, printed as ``pir run --check`` does."""
+    from pir.frontends.onnx.importer import load_model
+    from pir.runtimes.ort.check import _close, errors, run_onnxruntime
+
+    theirs = run_onnxruntime(load_model(model_path), feeds)
+    width = max([len(n) for n in theirs] + [6])
+    click.echo(f"{'output':<{width}}  {'max abs err':>12}  {'max rel err':>12}  result")
+    ok = True
+    for name, want in theirs.items():
+        got = outputs.get(name)
+        if got is None:
+            click.echo(f"{name:<{width}}  {'inf':>12}  {'inf':>12}  MISMATCH  (no such output "
+                       "in the .pir program)")
+            ok = False
+            continue
+        abs_err, rel_err = errors(got, want)
+        good = _close(got, want, rtol, atol)
+        ok &= good
+        click.echo(f"{name:<{width}}  {abs_err:>12.3g}  {rel_err:>12.3g}  "
+                   f"{'ok' if good else 'MISMATCH'}")
+    if not ok:
+        click.echo(f"pir: error: outputs differ from ONNX Runtime beyond rtol={rtol}, "
+                   f"atol={atol}", err=True)
+        sys.exit(1)
