@@ -82,7 +82,8 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
     if steps:
         from pir.cli.run_steps import run_steps
 
-        run_steps(module, fn, feeds, steps, runtime, output, every)
+        run_steps(module, fn, feeds, steps, runtime, output, every, ranks=ranks,
+                  dist=dist_backend, program=program)
         return
     if not feeds and fn.args:
         if not check_model:

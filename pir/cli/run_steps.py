@@ -12,15 +12,32 @@ from pir.cli.common import AtomicOutput
 
 
 def run_steps(module, fn, feeds, steps: int, runtime: str | None, output: str | None,
-              every: int = 1) -> None:
+              every: int = 1, *, ranks: int | None = None, dist: str | None = None,
+              program: str | None = None) -> None:
     """Train for ``steps`` steps: one ``step i/N: loss L  metric M ...`` line (the names
     are the step's output names) for the first step, every ``every`` steps and the last, on
     stdout (and the last one), a progress bar on stderr when it is a terminal; ``output``
-    (.npz) receives the final parameters and optimizer state, keyed by input name."""
-    from pir.runtimes.select import make_interpreter
-    from pir.runtimes.train_loop import train
+    (.npz) receives the final parameters and optimizer state, keyed by input name.
 
-    interp = make_interpreter(module, runtime)
+    A sharded step (``pir shard``) runs on ranks, as ``pir run`` runs one (``ranks``,
+    ``dist="mpi"``, or a per-rank program): each rank keeps its blocks of the parameters
+    from step to step (``pir/runtimes/dist/train.py``); under MPI rank 0 alone prints and
+    writes."""
+    if ranks or dist or "dist.per_rank" in module.attributes:
+        from pir.runtimes.dist.cli import train_distributed
+
+        def train_all(on_step):
+            return train_distributed(program, module, feeds, steps, ranks=ranks, backend=dist,
+                                     func=fn.sym_name, on_step=on_step)
+    else:
+        from pir.runtimes.select import make_interpreter
+        from pir.runtimes.train_loop import train
+
+        interp = make_interpreter(module, runtime)
+
+        def train_all(on_step):
+            return train(module, fn, feeds, steps, interp, on_step)
+
     width = len(str(steps))
 
     def line(i: int, values: dict[str, float]) -> str:
@@ -46,13 +63,15 @@ def run_steps(module, fn, feeds, steps: int, runtime: str | None, output: str | 
                 if i % every == 0 or i in (1, steps):
                     echo(line(i, values))
 
-            final = train(module, fn, feeds, steps, interp, on_step)
+            final = train_all(on_step)
     else:
         def on_step(i: int, values: dict[str, float]) -> None:
             if i % every == 0 or i in (1, steps):
                 click.echo(line(i, values))
 
-        final = train(module, fn, feeds, steps, interp, on_step)
+        final = train_all(on_step)
+    if final is None:  # an MPI rank other than 0
+        return
     if output:
         if not output.endswith(".npz"):
             raise click.UsageError("with --steps, -o writes the trained values to an .npz")

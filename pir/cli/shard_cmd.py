@@ -93,10 +93,15 @@ def _print_report(result) -> None:
 @click.option("--global-view", is_flag=True,
               help="Stop before the per-rank program: write the sharded global-view program "
                    "(global shapes, runs as it is on one process).")
+@click.option("--split-weights", "split_weights", type=click.Path(file_okay=False),
+              metavar="DIR",
+              help="Write each rank's blocks of the split weights to DIR/rank<r>.npz (each "
+                   "rank then loads only its own file) instead of keeping the whole weights "
+                   "in the program; needs -o FILE (the program names DIR relative to it).")
 @click.option("--func", help="The function to shard (default: main).")
 @run_command
 def shard_cmd(input, output, mesh, spec_path, places, auto, max_memory, dims, report,
-              global_view, func):
+              global_view, split_weights, func):
     """Shard INPUT over a mesh of ranks, SPMD style.
 
     From the placements the spec gives (and, with --auto, those it chooses for the
@@ -107,17 +112,31 @@ def shard_cmd(input, output, mesh, spec_path, places, auto, max_memory, dims, re
     prim ops (`pir optimize -p decompose` first): every op without an SPMD rule is listed
     at once.  Unannotated inputs are replicated.  A split must divide its dim (no padding).
 
-    The output is the per-rank program (local shapes, weights sliced per rank at load);
-    with --global-view, the sharded program in the global view, which runs as it is.
+    The output is the per-rank program (local shapes, weights sliced per rank at load, or
+    written per rank with --split-weights); with --global-view, the sharded program in the
+    global view, which runs as it is.
 
     \b
     Examples:
       pir shard m.pir --mesh tp=2 --auto --report -o s.pir
       pir shard m.pir --mesh dp=2,tp=2 --spec s.toml -o s.pir
       pir shard m.pir --mesh tp=2 --place 'w1=[S(1)]' --place 'w2=[S(0)]' --global-view -o g.pir
+      pir shard m.pir --mesh tp=2 --auto --split-weights s.weights -o s.pir
     """
+    import os
+
+    from pir.errors import UsageError
     from pir.passes.shard.driver import shard_module
+    from pir.passes.shard.localize import localize
     from pir.passes.shard.spec import parse_place, read_spec
+
+    if split_weights is not None:
+        if global_view:
+            raise UsageError("--split-weights writes the per-rank program's weights: it cannot "
+                             "be used with --global-view")
+        if not output or output == "-":
+            raise UsageError("--split-weights needs -o FILE: the program names the weight "
+                             "directory relative to its own file")
 
     spec: list[tuple[str, list[str]]] = []
     if spec_path:
@@ -128,12 +147,10 @@ def shard_cmd(input, output, mesh, spec_path, places, auto, max_memory, dims, re
                           dims=_dims(dims), func=func)
     if report:
         _print_report(result)
-    if not global_view:
-        try:
-            from pir.passes.shard.localize import localize
-        except ImportError:  # no per-rank lowering yet: the global view is the output
-            localize = None
-        if localize is not None:
-            localize(module)
+    if split_weights is not None:
+        ref = os.path.relpath(split_weights, os.path.dirname(output) or ".")
+        localize(module, split_weights=split_weights, weights_ref=ref)
+    elif not global_view:
+        localize(module)
     write_module_to(module, output)
     sys.stdout.flush()

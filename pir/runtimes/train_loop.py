@@ -2,10 +2,13 @@
 
 A step function is any function whose first output is the loss, and some of whose outputs
 are named ``new_X`` for inputs ``X``: each step feeds ``new_X`` back as ``X``.  Its other
-one-element outputs are metrics, reported with the loss.  ``pir autodiff --train`` builds such functions (``@main_train``), with a companion
-``@<step>_init`` that returns the initial parameters and optimizer state; inputs that the
-caller does not give come from it.  The other inputs (the data) are the same at every step:
-training is full-batch.
+one-element outputs are metrics, reported with the loss.  ``pir autodiff --train`` builds
+such functions (``@main_train``), with a companion ``@<step>_init`` that returns the
+initial parameters and optimizer state; inputs that the caller does not give come from it.
+The other inputs (the data) are the same at every step: training is full-batch.
+
+A sharded step runs on ranks by :mod:`pir.runtimes.dist.train`, with the same
+:func:`start` and :func:`check_loss`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import numpy as np
 from pir.errors import PirError
 from pir.ir.dialects.func import FuncOp
 
-__all__ = ["feedback", "initial_values", "train"]
+__all__ = ["check_loss", "feedback", "initial_values", "start", "train"]
 
 PREFIX = "new_"
 
@@ -41,12 +44,12 @@ def initial_values(module, fn: FuncOp, interp) -> dict[str, np.ndarray]:
     return interp.run(init, {})
 
 
-def train(module, fn: FuncOp, feeds: Mapping[str, np.ndarray], steps: int, interp,
-          on_step: Callable[[int, dict[str, float]], None] | None = None
-          ) -> dict[str, np.ndarray]:
-    """Run ``steps`` steps of ``fn`` from ``feeds`` (completed by ``@<fn>_init``); call
-    ``on_step(i, {loss and metrics by output name})`` after step ``i`` (from 1) and give
-    the final values of the inputs fed back."""
+def start(module, fn: FuncOp, feeds: Mapping[str, np.ndarray], interp
+          ) -> tuple[dict[str, str], list[str], dict[str, np.ndarray]]:
+    """What a loop over ``fn`` needs before its first step: the outputs fed back
+    (:func:`feedback`), the output names, and the whole inputs of step 1 (``feeds``
+    completed by ``@<fn>_init``, run on ``interp``).  Errors when ``fn`` is not a training
+    step or an input is missing."""
     from pir.runtimes.reference.interpreter import output_names
 
     back = feedback(fn)
@@ -61,11 +64,25 @@ def train(module, fn: FuncOp, feeds: Mapping[str, np.ndarray], steps: int, inter
     if missing:
         raise PirError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
                        f"of @{fn.sym_name} (give them with --inputs or --input)")
+    return back, outs, state
+
+
+def check_loss(step: int, loss: float) -> None:
+    if not np.isfinite(loss):
+        raise PirError(f"step {step}: the loss is {loss} (lower the learning rate?)")
+
+
+def train(module, fn: FuncOp, feeds: Mapping[str, np.ndarray], steps: int, interp,
+          on_step: Callable[[int, dict[str, float]], None] | None = None
+          ) -> dict[str, np.ndarray]:
+    """Run ``steps`` steps of ``fn`` from ``feeds`` (completed by ``@<fn>_init``); call
+    ``on_step(i, {loss and metrics by output name})`` after step ``i`` (from 1) and give
+    the final values of the inputs fed back.  On ranks:
+    :func:`pir.runtimes.dist.train.train_rank`."""
+    back, outs, state = start(module, fn, feeds, interp)
     for i in range(1, steps + 1):
         result = interp.run(fn, state)
-        loss = float(np.asarray(result[outs[0]]).reshape(-1)[0])
-        if not np.isfinite(loss):
-            raise PirError(f"step {i}: the loss is {loss} (lower the learning rate?)")
+        check_loss(i, float(np.asarray(result[outs[0]]).reshape(-1)[0]))
         for o, name in back.items():
             state[name] = result[o]
         if on_step is not None:

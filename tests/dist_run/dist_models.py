@@ -40,10 +40,18 @@ def mlp(batch=8, d=16, hidden=32, seed=0) -> onnx.ModelProto:
                   [helper.make_tensor_value_info("y", F, [batch, d])], inits, "mlp")
 
 
+#: What a user runs before ``pir shard``.  ``shapes{broadcast-equal}`` first: a model exported
+#: from PyTorch (bert) slices a buffer to the sequence length, which the importer types with
+#: an unknown dim; broadcasting it against ``seq`` leaves ``nn.add`` and ``nn.slice`` that
+#: decompose cannot lower, until the pass unifies the two dims (no symbolic dim is 1 at run
+#: time, as ONNX Runtime assumes).
+PIPELINE = "shapes{broadcast-equal=true},decompose,canonicalize,cse,dce"
+
+
 def prim_program(model: onnx.ModelProto):
     """The model imported and decomposed to prim ops."""
     module = import_model(model)
-    PassManager(parse_pipeline("decompose,canonicalize,cse,dce")).run(module)
+    PassManager(parse_pipeline(PIPELINE)).run(module)
     return module
 
 
@@ -111,11 +119,16 @@ def shard(module, mesh: str, spec: dict, auto: bool = False):
 
 def gpt2_program():
     """The GPT-2-style test model (tests/models) and its inputs."""
+    return model_program("gpt2")
+
+
+def model_program(name: str):
+    """A test model of tests/models as a prim program, the model and its inputs."""
     import os
 
     from pir.frontends.onnx.importer import load_model
 
     here = os.path.join(os.path.dirname(__file__), "..", "models")
-    model = load_model(os.path.join(here, "gpt2.onnx"))
-    feeds = dict(np.load(os.path.join(here, "gpt2.inputs.npz")))
+    model = load_model(os.path.join(here, f"{name}.onnx"))
+    feeds = dict(np.load(os.path.join(here, f"{name}.inputs.npz")))
     return prim_program(model), model, feeds

@@ -14,7 +14,7 @@ import numpy as np
 
 from pir.errors import PirError
 
-__all__ = ["run_distributed"]
+__all__ = ["run_distributed", "train_distributed"]
 
 
 def run_distributed(program: str, module, feeds: dict, *, ranks: int | None, backend: str | None,
@@ -39,10 +39,11 @@ def run_distributed(program: str, module, feeds: dict, *, ranks: int | None, bac
     _report(outputs, output, check_model, feeds, rtol, atol)
 
 
-def _run_mpi(program, module, feeds, ranks, output, check_model, rtol, atol, func, repeat):
+def _mpi_comm(module, ranks):
+    """This process's communicator in the MPI job, after every rank has checked that the
+    job fits the program's mesh (rank 0 reports a misfit, and all exit 1)."""
     from pir.passes.shard.localize import program_mesh
     from pir.runtimes.dist.mpi import MpiComm, mpi_world
-    from pir.runtimes.dist.runner import run_rank
 
     world = mpi_world()
     mesh = program_mesh(module)
@@ -60,20 +61,54 @@ def _run_mpi(program, module, feeds, ranks, output, check_model, rtol, atol, fun
         if world.Get_rank() == 0:
             raise PirError(problem)
         sys.exit(1)
+    return MpiComm(mesh, world)
+
+
+def _abort(comm, e: PirError) -> None:
+    """A rank failed: say so and end the job (the others may wait at a collective)."""
+    if comm.world.Get_size() == 1:
+        raise e
+    click.echo(f"pir: error: rank {comm.rank}: {e.message}", err=True)
+    sys.stderr.flush()
+    comm.world.Abort(1)
+
+
+def _run_mpi(program, module, feeds, ranks, output, check_model, rtol, atol, func, repeat):
+    from pir.runtimes.dist.runner import run_rank
+
+    comm = _mpi_comm(module, ranks)
     try:
-        outputs, times = run_rank(module, feeds, MpiComm(mesh, world), func, program,
-                                  repeat or 0)
+        outputs, times = run_rank(module, feeds, comm, func, program, repeat or 0)
     except PirError as e:
-        if world.Get_size() == 1:
-            raise
-        click.echo(f"pir: error: rank {world.Get_rank()}: {e.message}", err=True)
-        sys.stderr.flush()
-        world.Abort(1)  # the other ranks may be waiting at a collective
-    if world.Get_rank() != 0:
+        _abort(comm, e)
+    if comm.rank != 0:
         return
     if repeat:
-        _latency(times, f"{mesh.num_ranks} MPI processes")
+        _latency(times, f"{comm.mesh.num_ranks} MPI processes")
     _report(outputs, output, check_model, feeds, rtol, atol)
+
+
+def train_distributed(program: str, module, feeds: dict, steps: int, *, ranks: int | None,
+                      backend: str | None, func: str, on_step) -> dict | None:
+    """``pir run --steps N`` of a sharded step on ranks (``pir/runtimes/dist/train.py``):
+    the trained values, whole; under MPI, None on the ranks other than 0, which neither
+    print nor write."""
+    from pir.runtimes.dist.train import train_rank, train_ranks
+
+    if backend != "mpi":
+        return train_ranks(module, feeds, steps, ranks, func, program, on_step)[0].final
+    from pir.runtimes.dist.interpreter import RankInterpreter
+    from pir.runtimes.dist.runner import prepare, weights_dir
+
+    comm = _mpi_comm(module, ranks)
+    try:
+        fn, _ = prepare(module, comm.mesh.num_ranks, func)
+        interp = RankInterpreter(module, comm, weights_dir(module, program))
+        interp.load(fn, release=True)
+        done = train_rank(module, fn, interp, feeds, steps, on_step)
+    except PirError as e:
+        _abort(comm, e)
+    return done.final if comm.rank == 0 else None
 
 
 def _latency(times: list[float], where: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Mapping
+from typing import Callable, Mapping, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from pir.runtimes.reference.interpreter import output_names
 from pir.runtimes.reference.rules.dist import assemble
 
 __all__ = ["prepare", "run_ranks", "run_rank", "RankedRun"]
+
+T = TypeVar("T")
 
 
 def prepare(module: ModuleOp, ranks: int | None = None, func: str = "main") -> tuple[FuncOp, Mesh]:
@@ -92,15 +94,22 @@ class RankedRun:
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The whole outputs of one run on whole ``feeds``."""
+        results = self.each(lambda interp: interp.run(
+            self.fn, _local_feeds(self.fn, feeds, interp.comm.coords)))
+        return _assemble_outputs(self.fn, results)
+
+    def each(self, task: Callable[[RankInterpreter], T]) -> list[T]:
+        """``task(interp)`` on every rank at once, one thread each (its collectives meet
+        the other ranks'); the results by rank.  A rank that fails wakes the others, and
+        its error is raised, naming the rank."""
         n = self.mesh.num_ranks
         results: list = [None] * n
         errors: list = [None] * n
         self.board.barrier.reset()
 
         def work(r: int) -> None:
-            interp = self.interps[r]
             try:
-                results[r] = interp.run(self.fn, _local_feeds(self.fn, feeds, interp.comm.coords))
+                results[r] = task(self.interps[r])
             except threading.BrokenBarrierError as e:
                 errors[r] = e
             except BaseException as e:  # noqa: BLE001 - reported below, by rank
@@ -122,7 +131,7 @@ class RankedRun:
             raise e
         if any(e is not None for e in errors):
             raise PirError(f"the ranks did not meet at a collective within {self.timeout} s")
-        return _assemble_outputs(self.fn, results)
+        return results
 
     def rank_values(self, rank: int) -> dict:
         return self.interps[rank].values
