@@ -16,6 +16,8 @@ __all__ = ["load_inputs", "random_inputs", "parse_dims"]
 def _load_array(path: str) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
+    except EOFError:  # numpy's word for an empty file
+        raise PirError("cannot read array: the file is empty", file=path) from None
     except (OSError, ValueError, zipfile.BadZipFile) as e:
         raise PirError(f"cannot read array: {e}", file=path) from None
 

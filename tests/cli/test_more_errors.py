@@ -116,3 +116,13 @@ def test_run_writes_the_npz_to_stdout_with_dash(tmp_path):
     assert code == 0
     np.testing.assert_array_equal(np.load(io.BytesIO(out))["x"], [0.0, 1.0])
     assert not (tmp_path / "-").exists() and not os.path.exists("-")
+
+
+def test_an_empty_input_file(tmp_path):
+    prog = tmp_path / "p.pir"
+    prog.write_text("module {\n" + FN + "}\n")
+    empty = tmp_path / "x.npy"
+    empty.write_bytes(b"")
+    code, _, err = pir("run", str(prog), "--input", f"x={empty}")
+    assert code == 1
+    assert err.strip().splitlines()[0] == f"pir: error: {empty}: cannot read array: the file is empty"
