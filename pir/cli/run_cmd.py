@@ -114,7 +114,13 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
         _time(module, interp, fn, feeds, repeat)
     if prof is not None:
         _print_profile(prof, repeat or 1, type(interp).__name__)
-    if output == "-":  # the .npz to stdout, for pipes
+    write_outputs(outputs, output)
+
+
+def write_outputs(outputs: dict[str, np.ndarray], output: str | None) -> None:
+    """The outputs as an .npz at ``output`` ('-': stdout, for pipes), or a summary line per
+    output when there is no ``output``."""
+    if output == "-":
         buf = io.BytesIO()
         np.savez(buf, **outputs)
         sys.stdout.buffer.write(buf.getvalue())

@@ -6,7 +6,6 @@ collective forever)."""
 
 from __future__ import annotations
 
-import io
 import sys
 
 import click
@@ -117,21 +116,12 @@ def _latency(times: list[float], where: str) -> None:
 
 
 def _report(outputs, output, check_model, feeds, rtol, atol) -> None:
-    from pir.cli.common import AtomicOutput
-    from pir.cli.run_cmd import _summarize
+    from pir.cli.run_cmd import write_outputs
 
     if check_model:
         _check(outputs, check_model, feeds, rtol, atol)
-    elif output == "-":
-        buf = io.BytesIO()
-        np.savez(buf, **outputs)
-        sys.stdout.buffer.write(buf.getvalue())
-        sys.stdout.buffer.flush()
-    elif output:
-        with AtomicOutput(output) as f:
-            np.savez(f, **outputs)
     else:
-        _summarize(outputs)
+        write_outputs(outputs, output)
 
 
 def _check(outputs, model_path, feeds, rtol, atol) -> None:
