@@ -120,15 +120,16 @@ def test_shapes_the_kernel_does_not_take_stay_library_calls(k, n):
     np.testing.assert_allclose(got, run_function(before, {"x": x})["y"], rtol=1e-5)
 
 
-def _conv_model(c, o, k, stride, pad, hw, seed=0):
+def _conv_model(c, o, k, stride, pad, hw, seed=0, group=1, relu=True):
     import onnx
     import onnx.helper as oh
     rng = np.random.default_rng(seed)
-    w = (rng.standard_normal((o, c, k, k)) * 0.1).astype(np.float32)
+    w = (rng.standard_normal((o, c // group, k, k)) * 0.1).astype(np.float32)
     b = rng.standard_normal(o).astype(np.float32)
-    nodes = [oh.make_node("Conv", ["x", "w", "b"], ["cv"], kernel_shape=[k, k],
-                          strides=[stride, stride], pads=[pad] * 4),
-             oh.make_node("Relu", ["cv"], ["y"])]
+    nodes = [oh.make_node("Conv", ["x", "w", "b"], ["cv" if relu else "y"], kernel_shape=[k, k],
+                          strides=[stride, stride], pads=[pad] * 4, group=group)]
+    if relu:
+        nodes.append(oh.make_node("Relu", ["cv"], ["y"]))
     g = oh.make_graph(nodes, "conv", [oh.make_tensor_value_info("x", 1, ["N", c, hw, hw])],
                       [oh.make_tensor_value_info("y", 1, None)],
                       [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
@@ -151,6 +152,23 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     assert "prim.max" in [op.name for op in kernel.body.block.ops]  # the relu moved in
     assert "T.vectorized(" in kernel.source and "T.unroll(" in kernel.source
     x = np.random.default_rng(4).standard_normal((2, c, hw, hw)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("c,mult,k,stride,pad,hw,relu", [
+    (16, 1, 3, 1, 1, 16, True),    # MobileNet's 3x3 "same": a row of 16, one vector
+    (8, 2, 3, 2, 1, 9, True),      # channel multiplier 2, stride 2, an odd row of 5
+    (4, 1, 5, 1, 2, 40, False),    # a 5x5 filter, rows of 40 (not a multiple of 16)
+])
+def test_depthwise_conv_kernel_matches_reference(c, mult, k, stride, pad, hw, relu):
+    module, before, report = _compile(
+        _conv_model(c, c * mult, k, stride, pad, hw, group=c, relu=relu))
+    assert report.matmuls == 1
+    (kernel,) = _kernels(module, "dwconv")
+    assert "T.parallel(" in kernel.source and "T.vectorized(" in kernel.source
+    x = np.random.default_rng(5).standard_normal((2, c, hw, hw)).astype(np.float32)
     want = run_function(before, {"x": x})["y"]
     got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -118,6 +118,7 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     """The scheduled IRModule of ``block``: matmul groups get the register-tiled GEMM
     schedule, every other group (and a matmul it does not fit) the generic CPU one."""
     from pir.codegen.tvm.conv import CONV
+    from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
     from pir.codegen.tvm.lower import lower_block
     from pir.codegen.tvm.schedule import schedule_cpu
@@ -125,6 +126,10 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     kernel = lower_block(block, symbol)
     if kind in (MATMUL, CONV):
         sch = schedule_matmul(kernel, split_cols=kind == CONV)
+        if sch is not None:
+            return sch.mod
+    if kind == DWCONV:
+        sch = schedule_depthwise(kernel)
         if sch is not None:
             return sch.mod
     return schedule_cpu(kernel)
@@ -135,11 +140,13 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
     if target not in TARGETS:
         raise PirError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
     from pir.codegen.tvm.conv import form_conv_groups
+    from pir.codegen.tvm.depthwise import form_depthwise_groups
     from pir.codegen.tvm.gemm import form_matmul_groups
 
     report = CodegenReport()
     for func in module.funcs:
-        report.matmuls += form_matmul_groups(func.entry) + form_conv_groups(func.entry)
+        report.matmuls += (form_matmul_groups(func.entry) + form_conv_groups(func.entry)
+                           + form_depthwise_groups(func.entry))
     used: set[str] = {op.symbol for op in module.walk() if isinstance(op, TvmKernelOp)}
     made: dict[str, tuple[str, str]] = {}  # group key -> (symbol, source)
     failed: dict[str, str] = {}  # group key -> reason

@@ -57,7 +57,12 @@ def _supported(op: Operation) -> str | None:
 
 
 def _conv(op, ins, ctx, name):
-    """The im2col + GEMM form of a 2-d convolution (see the module docstring)."""
+    """The im2col + GEMM form of a 2-d convolution (see the module docstring); a depthwise
+    one has its own loop nest (pir.codegen.tvm.depthwise)."""
+    from pir.codegen.tvm.depthwise import depthwise_compute, is_depthwise
+
+    if is_depthwise(op):
+        return depthwise_compute(op, *ins, ctx, name)
     why = _supported(op)
     if why is not None:
         raise PirError(f"tvm codegen: {op.describe()}: {why}")

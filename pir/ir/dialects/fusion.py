@@ -25,9 +25,9 @@ __all__ = ["RegionGroup", "GroupOp", "YieldOp", "GROUP_KINDS"]
 
 #: What a group holds, from the most to the least constrained schedule: only elementwise
 #: ops and broadcasts; also data movement (reshape, transpose, slice, ...); reductions; a
-#: matmul or a convolution by constant weights with its epilogue (codegen forms these, see
-#: pir.codegen.tvm.gemm and conv).
-GROUP_KINDS = ("elementwise", "injective", "reduction", "matmul", "conv")
+#: matmul, a convolution or a depthwise convolution by constant weights with its epilogue
+#: (codegen forms these, see pir.codegen.tvm.gemm, conv and depthwise).
+GROUP_KINDS = ("elementwise", "injective", "reduction", "matmul", "conv", "dwconv")
 
 
 class RegionGroup(Operation):
