@@ -129,3 +129,26 @@ def cli(*args, input=None, env=None, binary: bool = False):
     r = CliRunner(env=env).invoke(main, [str(a) for a in args], input=input,
                                   catch_exceptions=False)
     return r.exit_code, r.stdout_bytes if binary else r.stdout, r.stderr
+
+
+def regression_mlp() -> onnx.ModelProto:
+    """x [8, 8] @ fc1.w -> tanh -> @ fc2.w, loss = sum((y - t)^2): a small model to train
+    (seeded weights; tests of training steps, sharded or not)."""
+    from onnx import TensorProto, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array((rng.normal(size=s) * 0.3).astype(np.float32), n)
+             for n, s in (("fc1.w", (8, 16)), ("fc2.w", (16, 4)))]
+    nodes = [helper.make_node("MatMul", ["x", "fc1.w"], ["h"], name="/fc1"),
+             helper.make_node("Tanh", ["h"], ["a"], name="/act"),
+             helper.make_node("MatMul", ["a", "fc2.w"], ["y"], name="/fc2"),
+             helper.make_node("Sub", ["y", "t"], ["d"], name="/d"),
+             helper.make_node("Mul", ["d", "d"], ["d2"], name="/d2"),
+             helper.make_node("ReduceSum", ["d2"], ["loss"], name="/loss", keepdims=0)]
+    io = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8]),
+          helper.make_tensor_value_info("t", TensorProto.FLOAT, [8, 4])]
+    g = helper.make_graph(nodes, "train", io,
+                          [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
+    model.ir_version = 10
+    return model

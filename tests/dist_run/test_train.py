@@ -8,9 +8,8 @@ import os
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
-from helpers import cli
+from helpers import cli, regression_mlp
 from pir.errors import PirError
 from pir.ir.parser import parse_file
 from pir.passes.shard.driver import shard_module
@@ -21,26 +20,6 @@ from pir.runtimes.train_loop import train
 
 STEPS = 4
 DATA = {"x": ["S(0)"], "t": ["S(0)"]}
-
-
-def regression_mlp() -> onnx.ModelProto:
-    """x @ fc1.w -> tanh -> @ fc2.w, loss = sum((y - t)^2)."""
-    rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array((rng.normal(size=s) * 0.3).astype(np.float32), n)
-             for n, s in (("fc1.w", (8, 16)), ("fc2.w", (16, 4)))]
-    nodes = [helper.make_node("MatMul", ["x", "fc1.w"], ["h"], name="/fc1"),
-             helper.make_node("Tanh", ["h"], ["a"], name="/act"),
-             helper.make_node("MatMul", ["a", "fc2.w"], ["y"], name="/fc2"),
-             helper.make_node("Sub", ["y", "t"], ["d"], name="/d"),
-             helper.make_node("Mul", ["d", "d"], ["d2"], name="/d2"),
-             helper.make_node("ReduceSum", ["d2"], ["loss"], name="/loss", keepdims=0)]
-    io = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8]),
-          helper.make_tensor_value_info("t", TensorProto.FLOAT, [8, 4])]
-    g = helper.make_graph(nodes, "train", io,
-                          [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
-    model.ir_version = 10
-    return model
 
 
 @pytest.fixture(scope="module")

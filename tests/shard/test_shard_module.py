@@ -181,26 +181,12 @@ def test_data_parallel_training_step(tmp_path):
     (the loss and, per parameter, the gradient step), and every rank gets the
     single-device parameters."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
 
-    from helpers import cli
+    from helpers import cli, regression_mlp
     from pir.ir.parser import parse_file
 
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array((rng.normal(size=s) * 0.3).astype(np.float32), n)
-             for n, s in (("fc1.w", (8, 16)), ("fc2.w", (16, 4)))]
-    nodes = [helper.make_node("MatMul", ["x", "fc1.w"], ["h"], name="/fc1"),
-             helper.make_node("Tanh", ["h"], ["a"], name="/act"),
-             helper.make_node("MatMul", ["a", "fc2.w"], ["y"], name="/fc2"),
-             helper.make_node("Sub", ["y", "t"], ["d"], name="/d"),
-             helper.make_node("Mul", ["d", "d"], ["d2"], name="/d2"),
-             helper.make_node("ReduceSum", ["d2"], ["loss"], name="/loss", keepdims=0)]
-    io = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8]),
-          helper.make_tensor_value_info("t", TensorProto.FLOAT, [8, 4])]
-    g = helper.make_graph(nodes, "train", io,
-                          [helper.make_tensor_value_info("loss", TensorProto.FLOAT, [])], inits)
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
-    model.ir_version = 10
+    model = regression_mlp()
     onnx.save(model, tmp_path / "m.onnx")
     assert cli("import", str(tmp_path / "m.onnx"), "-o", str(tmp_path / "m.pir"))[0] == 0
     code, _, err = cli("autodiff", str(tmp_path / "m.pir"), "--train", "sgd", "--lr", "0.1",

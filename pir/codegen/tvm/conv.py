@@ -68,21 +68,14 @@ def _conv(op, ins, ctx, name):
         raise PirError(f"tvm codegen: {op.describe()}: {why}")
     x, w = ins
     n = ctx.dim(op.operands[0].type.shape[0])
-    _, c, h, wd = op.operands[0].type.shape
+    c = op.operands[0].type.shape[1]
     o, _, kr, ks = op.operands[1].type.shape
     _, _, ho, wo = op.results[0].type.shape
     win = op.window(2)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
-    (ph, pw), (qh, qw) = win["padding_low"], win["padding_high"]
-    dtype = tvm_dtype(op.results[0].type.dtype)
-    if ph or pw or qh or qw:
-        # the zero-padded input, computed once (input-sized): the window loads below are
-        # then plain loads, which the GEMM reads directly, with no im2col copy
-        def pad(b, ci, iy, ix):
-            inside = tirx.all(iy >= ph, iy < h + ph, ix >= pw, ix < wd + pw)
-            return tirx.if_then_else(inside, x(b, ci, iy - ph, ix - pw), tirx.const(0, dtype))
-
-        x = te.compute((n, c, h + ph + qh, wd + pw + qw), pad, name=f"{name}_xpad")
+    # the zero-padded input, computed once (input-sized): the window loads below are then
+    # plain loads, which the GEMM reads directly, with no im2col copy
+    x = padded_input(op, x, n, name)
 
     col = te.compute((n, c, kr, ks, ho, wo),
                      lambda b, ci, r, s, y, xx: x(b, ci, y * sh + r * dh, xx * sw + s * dw),
@@ -95,6 +88,23 @@ def _conv(op, ins, ctx, name):
         lambda b, p, oc: te.sum(col[b, rc, rr, rs, p // wo, p % wo] * w[oc, rc, rr, rs],
                                 axis=[rc, rr, rs]), name=f"{name}_gemm")
     return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, y * wo + xx, oc], name=name)
+
+
+def padded_input(op, x, n, name: str):
+    """``x`` (``[N, C, H, W]``) zero-padded by the convolution's padding, as a compute
+    named ``*_xpad`` (the schedules find it by that name); ``x`` itself without padding."""
+    _, c, h, wd = op.operands[0].type.shape
+    win = op.window(2)
+    (ph, pw), (qh, qw) = win["padding_low"], win["padding_high"]
+    if not (ph or pw or qh or qw):
+        return x
+    dtype = tvm_dtype(op.results[0].type.dtype)
+
+    def pad(b, ci, iy, ix):
+        inside = tirx.all(iy >= ph, iy < h + ph, ix >= pw, ix < wd + pw)
+        return tirx.if_then_else(inside, x(b, ci, iy - ph, ix - pw), tirx.const(0, dtype))
+
+    return te.compute((n, c, h + ph + qh, wd + pw + qw), pad, name=f"{name}_xpad")
 
 
 RULES["prim.conv"] = _conv

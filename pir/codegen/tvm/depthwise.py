@@ -18,8 +18,9 @@ import tvm
 from tvm import te, tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.conv import padded_input
 from pir.codegen.tvm.gemm import _epilogue, form_group
-from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
+from pir.codegen.tvm.lower import LoweredKernel
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
 from pir.ir.types import DType, TensorType
@@ -57,20 +58,13 @@ def depthwise_compute(op, x, w, ctx, name):
     """out[n, o, y, x] = sum over r, s of xpad[n, o // m, y*sh + r*dh, x*sw + s*dw] *
     w[o, 0, r, s], m = O / C."""
     n = ctx.dim(op.operands[0].type.shape[0])
-    _, c, h, wd = op.operands[0].type.shape
+    c = op.operands[0].type.shape[1]
     o, _, kr, ks = op.operands[1].type.shape
     _, _, ho, wo = op.results[0].type.shape
     m = o // c
     win = op.window(2)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
-    (ph, pw), (qh, qw) = win["padding_low"], win["padding_high"]
-    dtype = tvm_dtype(op.results[0].type.dtype)
-    if ph or pw or qh or qw:
-        def pad(b, ci, iy, ix):
-            inside = tirx.all(iy >= ph, iy < h + ph, ix >= pw, ix < wd + pw)
-            return tirx.if_then_else(inside, x(b, ci, iy - ph, ix - pw), tirx.const(0, dtype))
-
-        x = te.compute((n, c, h + ph + qh, wd + pw + qw), pad, name=f"{name}_xpad")
+    x = padded_input(op, x, n, name)
     rr = te.reduce_axis((0, kr), name=f"{name}_r")
     rs = te.reduce_axis((0, ks), name=f"{name}_s")
     return te.compute(
