@@ -26,6 +26,16 @@ _NAN_MAX = te.comm_reducer(_nan_max, lambda t: _float_extreme(t, False), name="n
 _NAN_MIN = te.comm_reducer(_nan_min, lambda t: _float_extreme(t, True), name="nan_min")
 
 
+def _plain_max(a, b):
+    return tirx.max(a, b)
+
+
+# A max that may drop NaN, from -inf: for the shift of a softmax, where NaN reaches every
+# output anyway (see _nan_reaches_outputs_anyway); one vmaxps instead of two compares, an
+# or and a blend on the chain from one element to the next.
+_SHIFT_MAX = te.comm_reducer(_plain_max, lambda t: _float_extreme(t, False), name="shift_max")
+
+
 def _register_rfactor_patterns() -> None:
     """Teach TVM's rfactor the two float reducers above (it only knows sum, prod, min, max):
     without this, softmax's row max is not vectorised.  A TVM without the hook only loses
@@ -36,7 +46,7 @@ def _register_rfactor_patterns() -> None:
         register = tvm.get_global_func("s_tir.schedule.RegisterReducer")
     except (AttributeError, ValueError):
         return
-    for combine, largest in ((_nan_max, False), (_nan_min, True)):
+    for combine, largest in ((_nan_max, False), (_nan_min, True), (_plain_max, False)):
         def identity(values, largest=largest):
             dtype = _dtype_of(values[0])
             if dtype.startswith(("float", "bfloat")):
@@ -91,6 +101,8 @@ def _reduce(op, ins, ctx, name):
     is_float = dtype.startswith(("float", "bfloat"))
     reducer = (_FLOAT_REDUCERS.get(op.name) if is_float else None) or _REDUCERS[op.name] \
         or _prod_reducer()
+    if is_float and op.name == "prim.reduce_max" and _nan_reaches_outputs_anyway(op):
+        reducer = _SHIFT_MAX
     # f16 / bf16 reduce in f32, as the reference runtime does (sums and products keep their
     # precision; max and min are exact either way, but TVM has no bf16 isnan)
     acc = "float32" if dtype in _NARROW_FLOATS else None
@@ -116,6 +128,63 @@ def _reduce(op, ins, ctx, name):
 
 for _n in _REDUCERS:
     RULES[_n] = _reduce
+
+
+def _nan_reaches_outputs_anyway(op) -> bool:
+    """Whether ``m = reduce_max(x)`` is only the shift of a softmax or log-softmax over the
+    same axes: ``s = x - m``, ``e = exp(s)``, ``t = reduce_sum(e)``, and every other use of
+    ``s`` or ``e`` a ``sub(s, z)``, ``mul(e, z)`` or ``div(e, z)`` with ``z`` computed from
+    ``t`` by unary ops and broadcasts.  A NaN in a row of x then makes ``t`` NaN, hence every
+    output of that row NaN, whatever ``m`` is; without one, a plain max equals prim's. So the
+    max may ignore NaN (as ONNX Runtime's softmax does)."""
+    x, m = op.operands[0], op.results[0]
+    axes = set(attr_or_default(op, "axes"))
+    shifts = []
+    for u in m.uses:
+        b = u.op
+        if b.name != "prim.broadcast_in_dim":
+            return False
+        for ub in b.results[0].uses:
+            s = ub.op
+            if s.name != "prim.sub" or s.operands[0] is not x or ub.index != 1:
+                return False
+            shifts.append(s.results[0])
+    if not shifts:
+        return False
+    for s in shifts:
+        exps = [u.op for u in s.uses if u.op.name == "prim.exp"]
+        if len(exps) != 1:
+            return False
+        e = exps[0].results[0]
+        sums = [u.op.results[0] for u in e.uses if u.op.name == "prim.reduce_sum"
+                and set(attr_or_default(u.op, "axes")) == axes]
+        if not sums:
+            return False
+        for u in s.uses:
+            if u.op is not exps[0] and not (u.op.name == "prim.sub" and u.index == 0
+                                             and _computed_from(u.op.operands[1], sums)):
+                return False
+        for u in e.uses:
+            if u.op.results and u.op.results[0] in sums:
+                continue
+            if not (u.op.name in ("prim.mul", "prim.div") and len(u.op.operands) == 2
+                    and _computed_from(u.op.operands[1 - u.index], sums)):
+                return False
+    return True
+
+
+_UNARY_CHAIN = ("prim.broadcast_in_dim", "prim.reshape", "prim.reciprocal", "prim.log",
+                "prim.cast", "prim.neg")
+
+
+def _computed_from(v, sources) -> bool:
+    """``v`` is one of ``sources`` through a chain of one-operand ops."""
+    while v not in sources:
+        d = getattr(v, "op", None)
+        if d is None or d.name not in _UNARY_CHAIN or len(d.operands) != 1:
+            return False
+        v = d.operands[0]
+    return True
 
 
 def _arg_reducer(largest: bool, last: bool, dtype: str):
