@@ -188,3 +188,36 @@ def test_products_of_transposed_operands_are_matmul_steps_and_match_the_referenc
         np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(ref[k], v, rtol=1e-5, atol=1e-6)
         assert ref[k].flags.c_contiguous
+
+
+FREE_DIMS = """module {
+  func.func @main(%x: tensor<BxSx8xf32>, %w: tensor<8x16xf32>) -> (tensor<BxSx16xf32>) {
+    %xf = prim.reshape(%x) : (tensor<BxSx8xf32>) -> tensor<Mx8xf32>
+    %mm = prim.dot_general(%xf, %w) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<Mx8xf32>, tensor<8x16xf32>) -> tensor<Mx16xf32>
+    %r = prim.reshape(%mm) : (tensor<Mx16xf32>) -> tensor<BxSx16xf32>
+    %y = prim.tanh(%r) : (tensor<BxSx16xf32>) -> tensor<BxSx16xf32>
+    func.return(%y) : (tensor<BxSx16xf32>) -> ()
+  }
+}
+"""
+
+
+def test_dims_only_the_function_shows_are_kernel_parameters():
+    """The epilogue reads [M, 16] and brings back [B, S, 16]: B and S are no dim of its
+    input, but they are the function's, so the kernel takes them as scalars; one compile
+    serves several sizes."""
+    module = parse_module(FREE_DIMS)
+    PassManager(parse_pipeline("fuse")).run(module)
+    before = parse_module(print_module(module))
+    report = codegen_module(module, "llvm")
+    assert not report.kept
+    (k,) = [op for op in module.walk() if isinstance(op, TvmKernelOp) and "y" in
+            [r.name for r in op.results]]
+    assert "B: T.int32" in k.source and "S: T.int32" in k.source
+    interp = TvmInterpreter(module)
+    w = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    for b, s in ((2, 3), (5, 1)):
+        x = np.random.default_rng(b).standard_normal((b, s, 8)).astype(np.float32)
+        got = interp.run(module.funcs[0], {"x": x, "w": w})["y"]
+        want = run_function(before, {"x": x, "w": w})["y"]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

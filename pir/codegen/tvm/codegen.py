@@ -105,10 +105,18 @@ class CodegenReport:
         return out
 
 
-def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None = None) -> str:
+def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None = None,
+           bound: frozenset[str] = frozenset()) -> str:
+    """The kernel source of ``block``; ``bound``: the symbolic dims the run knows (its
+    function's input dims), which the kernel may take as parameters."""
     from pir.codegen.tvm.source_cache import cached_source
 
-    derived_dims(block)  # raises for a dim the kernel could not size
+    free: list[str] = []
+    derived_dims(block, free)
+    unknown = [d for d in free if d not in bound]
+    if unknown:
+        raise PirError(f"dim '{unknown[0]}' is neither a dim of the group's inputs nor of "
+                       "its function's, so the kernel cannot size it")
     # the source depends only on the group, the symbol and this package: cached on disk
     key = group_key(block) if key is None else key  # hashing weights is not free: reuse it
     return cached_source(key, symbol, lambda: _schedule(block, symbol, kind))
@@ -153,6 +161,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
     for group in [op for op in module.walk() if isinstance(op, GroupOp)]:
         first = group.results[0].name if group.results else None
         key = group_key(group.body.block)
+        bound = _input_dims(group)
         if key in failed:
             report.kept.append((first or "?", failed[key]))
             continue
@@ -161,7 +170,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
             while symbol in used:
                 symbol, k = f"{mangle(first)}_{k}", k + 1
             try:
-                source = _lower(group.body.block, symbol, group.kind, key)
+                source = _lower(group.body.block, symbol, group.kind, key, bound)
             except Exception as e:  # noqa: BLE001 - any lowering failure keeps the group
                 reason = e.message if isinstance(e, PirError) else (
                     f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
@@ -175,6 +184,20 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
         _replace(group, symbol, source, target, first)
         report.kernels += 1
     return report
+
+
+def _input_dims(op) -> frozenset[str]:
+    """The symbolic dims of the inputs of the function around ``op``: the runtime binds them
+    when the function is called."""
+    from pir.ir.dialects.func import FuncOp
+
+    fn = op.parent_op
+    while fn is not None and not isinstance(fn, FuncOp):
+        fn = fn.parent_op
+    if fn is None:
+        return frozenset()
+    return frozenset(d for a in fn.args for d in (getattr(a.type, "shape", None) or ())
+                     if isinstance(d, str))
 
 
 def _replace(group: GroupOp, symbol: str, source: str, target: str, name: str | None) -> None:

@@ -7,7 +7,10 @@ so when the result has one such dim, it is the source's element count divided by
 result dims.  :func:`derived_dims` finds those dims once per group; the lowering writes each as
 that quotient of TVM size expressions, and the runtime computes its value the same way before
 it sizes the kernel's outputs (:func:`solve`).  A dim that no input shows and no reshape
-determines (a range whose length is computed) keeps the group uncompiled.
+determines (a batch dim that the group's inputs flattened away, ``[batch * seq, 2304] ->
+[batch, seq, 3, 768]``) is *free*: the kernel takes its size as a scalar parameter, which the
+runtime passes from the sizes it bound at the function's inputs; codegen compiles such a group
+only when the dim is one of its function's input dims (:func:`free_dims`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pir.errors import PirError
 from pir.ir.core import Block
 from pir.ir.types import TensorType
 
-__all__ = ["derived_dims", "solve", "symbols_of"]
+__all__ = ["derived_dims", "free_dims", "solve", "symbols_of"]
 
 #: a derived dim: (the reshape source's dims, the result's other dims); value = prod / prod
 Derived = tuple[tuple, tuple]
@@ -29,9 +32,10 @@ def symbols_of(t) -> set[str]:
     return {d for d in shape if isinstance(d, str)}
 
 
-def derived_dims(block: Block) -> dict[str, Derived]:
-    """The dims of ``block`` that no argument shows, each found from the reshape that makes it;
-    raise :class:`PirError` for a dim that cannot be found that way."""
+def derived_dims(block: Block, free: list[str] | None = None) -> dict[str, Derived]:
+    """The dims of ``block`` that no argument shows, each found from the reshape that makes it.
+    A dim that cannot be found that way is appended to ``free`` (then the kernel takes it as a
+    parameter); without ``free`` it is a :class:`PirError`."""
     known = set().union(*(symbols_of(a.type) for a in block.args)) if block.args else set()
     out: dict[str, Derived] = {}
     for op in block.ops:
@@ -48,9 +52,20 @@ def derived_dims(block: Block) -> dict[str, Derived]:
                     out[sym] = (tuple(src.shape), tuple(d for d in r.type.shape if d != sym))
                     known.add(sym)
                     continue
-            raise PirError(f"dim '{sorted(new)[0]}' of %{r.name} is not a dim of any input, so "
-                           "the kernel cannot size it")
+            if free is None:
+                raise PirError(f"dim '{sorted(new)[0]}' of %{r.name} is not a dim of any "
+                               "input, so the kernel cannot size it")
+            free.extend(sorted(new))
+            known |= new
     return out
+
+
+def free_dims(block: Block) -> list[str]:
+    """The dims of ``block`` that neither an argument shows nor a reshape determines, in
+    order of appearance: the kernel's scalar size parameters."""
+    free: list[str] = []
+    derived_dims(block, free)
+    return free
 
 
 def solve(derived: dict[str, Derived], sizes: dict[str, int]) -> dict[str, int]:

@@ -58,7 +58,8 @@ class LoweredKernel:
     """What :func:`lower_block` produces.
 
     ``func`` is the schedulable PrimFunc (``create_prim_func``); its parameters are, in order,
-    the block arguments, the non-splat constants (``params``), then the outputs.  ``sizes``
+    the block arguments, the non-splat constants (``params``), the sizes of the ``free_dims``
+    (int32 scalars: dims no argument shows, see pir.codegen.tvm.dims), then the outputs.  ``sizes``
     maps each symbolic dim name to its TVM variable (bound at run time from buffer shapes).
     ``reduce_inner`` tells the schedule how many trailing dims every reduction of the group
     reduces (the "row" structure of softmax / layer_norm / rms_norm), or ``None`` when the
@@ -74,6 +75,7 @@ class LoweredKernel:
     reduce_inner: int | None
     name: str = "main"
     notes: list[str] = field(default_factory=list)
+    free_dims: list[str] = field(default_factory=list)
 
 
 class _Ctx:
@@ -168,10 +170,13 @@ def lower_block(block: Block, name: str = "main") -> LoweredKernel:
                             name=ctx.name(a.name, f"arg{k}"))
         env[a] = ph
         inputs.append(ph)
-    for sym, (src, others) in derived_dims(block).items():
+    free: list[str] = []
+    for sym, (src, others) in derived_dims(block, free).items():
         # a dim made by a reshape: the source's element count over the result's other dims
         ctx.sizes[sym] = tirx.floordiv(_prod(ctx.dim(d) for d in src),
                                        _prod(ctx.dim(d) for d in others))
+    # a dim nothing in the block determines: a scalar parameter (pir.codegen.tvm.dims)
+    free_vars = [ctx.dim(d) for d in free]
     term = block.terminator
     if term is None or not term.has_trait(Terminator):
         raise PirError("tvm codegen: the block must end in a terminator")
@@ -205,10 +210,10 @@ def lower_block(block: Block, name: str = "main") -> LoweredKernel:
         outputs.append(t)
         types.append(v.type)
 
-    func = te.create_prim_func([*inputs, *(p for p, _ in ctx.params), *outputs])
+    func = te.create_prim_func([*inputs, *(p for p, _ in ctx.params), *free_vars, *outputs])
     func = func.with_attr("global_symbol", name)
     return LoweredKernel(func, inputs, ctx.params, outputs, types, ctx.sizes,
-                         _reduce_inner(ctx.reductions, types), name)
+                         _reduce_inner(ctx.reductions, types), name, free_dims=free)
 
 
 def _prod(dims) -> tirx.PrimExpr:

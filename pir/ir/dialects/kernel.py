@@ -36,7 +36,8 @@ SYMBOL_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 class TvmKernelOp(RegionGroup):
     """A fusion group compiled by TVM: ``source`` is the scheduled TIR (TVMScript) of one
     PrimFunc named ``symbol``, whose parameters are the block arguments, then any constant
-    arrays of the region (in region order), then the results.
+    arrays of the region (in region order), then the sizes of the symbolic dims no argument
+    shows (int32, in order of appearance; pir.codegen.tvm.dims.free_dims), then the results.
 
     ``symbol`` is a C identifier made from the first result's name (``gpu_0/data_0`` ->
     ``gpu_0_data_0``), unique in the module unless two kernels share their source; the

@@ -50,6 +50,7 @@ class _Kernel:
     fn: object
     params: list  # tvm tensors of the region's non-splat constants
     derived: dict  # dims the kernel computes from its inputs' (pir.codegen.tvm.dims)
+    free: list  # dims it takes as scalar parameters, after ``params``
 
     def sizes(self, op: TvmKernelOp, arrays, symbols: dict[str, int]) -> dict[str, int]:
         """The value of every symbolic dim of the kernel, from its inputs' shapes."""
@@ -80,9 +81,10 @@ class CompiledProgram:
         # may hold different constants, its parameters (each layer its own weights)
         k = self._kernels.get(op)
         if k is None:
+            free: list[str] = []
+            derived = derived_dims(op.body.block, free)
             k = _Kernel(self.module[op.symbol], [tvm.runtime.tensor(a, self.device)
-                                                 for a in _params(op)],
-                        derived_dims(op.body.block))
+                                                 for a in _params(op)], derived, free)
             self._kernels[op] = k
         return k
 
@@ -101,7 +103,11 @@ class CompiledProgram:
             out, arr = as_tvm(aligned_empty(shape, t.dtype.numpy), self.device)
             outs.append(out)
             results.append(arr)
-        k.fn(*ins, *k.params, *outs)
+        try:
+            dims = [sizes[d] for d in k.free]
+        except KeyError as e:
+            raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
+        k.fn(*ins, *k.params, *dims, *outs)
         # the kernel wrote straight into the numpy arrays when they could be shared
         return [a if a is not None else o.numpy() for o, a in zip(outs, results)]
 

@@ -213,7 +213,8 @@ class Plan:
             if isinstance(op, ConstantOp):
                 self.constants[op.results[0]] = constant_value(op)
                 continue
-            if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results):
+            if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results) \
+                    and all(d in self.symbols for d in self.program.kernel(op).free):
                 self.steps.append((op, self._kernel_step(op)))
             elif matmul_form(op) is not None and op.results[0] in self.slot_of:
                 self.steps.append((op, self._matmul_step(op)))
@@ -235,7 +236,7 @@ class Plan:
 
     def _kernel_step(self, op: TvmKernelOp) -> Callable[[], None]:
         k = self.program.kernel(op)
-        fn, params = k.fn, k.params
+        fn, params = k.fn, [*k.params, *(self.symbols[d] for d in k.free)]
         values = self.interp.values
         ins = [self._tensor(v) for v in op.operands]
         dynamic = [i for i, t in enumerate(ins) if t is None]
