@@ -330,3 +330,35 @@ def test_integer_pow_stays_a_group():
     group = next(op for op in module.walk() if isinstance(op, GroupOp))
     with pytest.raises(PirError, match="prim.pow of integers"):
         lower_block(group.body.block, "k")
+
+
+SPLAT_OPERANDS = """module {
+  func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>) {
+    %y, %n = fusion.group(%x) ({
+    ^bb0(%x_1: tensor<4x8xf32>):
+      %z = builtin.constant() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+      %zb = prim.broadcast_in_dim(%z) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<4x8xf32>
+      %y_1 = prim.max(%x_1, %zb) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      %n_1 = prim.ne(%x_1, %zb) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xi1>
+      fusion.yield(%y_1, %n_1) : (tensor<4x8xf32>, tensor<4x8xi1>) -> ()
+    }) {kind = "elementwise"} : (tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+    func.return(%y, %n) : (tensor<4x8xf32>, tensor<4x8xi1>) -> ()
+  }
+}
+"""
+
+
+def test_constant_operands_are_not_tested_for_nan_so_the_source_parses_back_to_itself():
+    # fuse copies tiny constants into groups: max(x, 0) and x != 0 then read an immediate,
+    # and isnan(0.0) in the printed TIR parsed back as False (another function)
+    module = parse_module(SPLAT_OPERANDS)
+    codegen_module(module, "llvm")
+    (k,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    assert tvm.script.from_source(k.source).script() == k.source
+    assert "T.isnan(T.float32(0" not in k.source
+    x = np.array([[np.nan, -1, 0, 2, -0.0, np.inf, -np.inf, 3]] * 4, np.float32)
+    from pir.runtimes.tvm import TvmInterpreter
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})
+    assert np.isnan(got["y"][0, 0]) and got["n"][0, 0]  # NaN: max NaN, and NaN != 0
+    np.testing.assert_array_equal(got["y"][0, 1:], np.maximum(x[0, 1:], 0))
+    np.testing.assert_array_equal(got["n"][0, 1:], x[0, 1:] != 0)

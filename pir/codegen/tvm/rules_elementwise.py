@@ -136,7 +136,11 @@ def _ne(a, b, dtype):
     a, b = _as_int8(a), _as_int8(b)
     if not _is_float(a):
         return tirx.NE(a, b)
-    return tirx.Or(tirx.NE(a, b), tirx.Or(tirx.isnan(a), tirx.isnan(b)))
+    nans = [n for n in (_isnan(a), _isnan(b)) if n is not None]
+    out = tirx.NE(a, b)
+    for n in nans:
+        out = tirx.Or(out, n)
+    return out
 
 
 def _pow(a, b, dtype):
@@ -317,13 +321,46 @@ def _extreme_chain(op, ins, ctx, name):
 
     def compute(*i):
         values = [_widen(x(*i)) for x in leaves]
-        out, nan = values[0], tirx.isnan(values[0])
+        out, nan = values[0], _isnan(values[0])
         for v in values[1:]:
-            out, nan = fast(out, v), tirx.Or(nan, tirx.isnan(v))
-        out = tirx.Select(nan, tirx.const(float("nan"), work), out)
+            out = fast(out, v)
+            nan = _isnan(v) if nan is None else nan if _isnan(v) is None else \
+                tirx.Or(nan, _isnan(v))
+        if nan is not None:
+            out = tirx.Select(nan, tirx.const(float("nan"), work), out)
         return out.astype(dtype) if work != dtype else out
 
     return te.compute(ctx.shape(t), compute, name=name)
+
+
+def _immediate(v):
+    """The number behind ``v`` when it is one: an immediate, or a load of a splat constant's
+    compute (pir.codegen.tvm.lower._constant), possibly through index maps (a broadcast of
+    it); else None."""
+    for _ in range(8):  # a few index maps deep at most
+        if isinstance(v, (tirx.FloatImm, tirx.IntImm)):
+            return v
+        op = getattr(v, "op", None)
+        args = getattr(v, "args", None)
+        if getattr(op, "name", None) != "te.tensor_load" or not args:
+            return None
+        body = getattr(args[0].op, "body", None)  # the loaded tensor's compute
+        if body is None or len(body) != 1:
+            return None
+        v = body[0]
+    return None
+
+
+def _isnan(v):
+    """isnan(v), or None for a number that is not NaN (a constant): TVM folds isnan(0.0) to
+    False when it parses the printed kernel, so the printed source would not parse back to
+    itself.  A NaN constant gives True."""
+    c = _immediate(v)
+    if isinstance(c, tirx.FloatImm):
+        return tirx.const(True, "bool") if c.value != c.value else None
+    if isinstance(c, tirx.IntImm):
+        return None
+    return tirx.isnan(v)
 
 
 def _chain_leaves(op, ctx) -> list[te.Tensor]:
