@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 .PHONY: venv demo test onnx-suite onnx-suite-optimized onnx-suite-compiled onnx-suite-update \
-	bench clean
+	cuda-check cuda-suite bench clean
 
 # Create or update the virtual environment with pir and everything it needs.
 venv: $(STAMP)
@@ -40,6 +40,16 @@ onnx-suite-compiled: venv
 # Refresh the checked-in list of passing cases (only ever grows: see tests/onnx_suite).
 onnx-suite-update: venv
 	$(PY) -m pir.testing.onnx_suite --write-passing tests/onnx_suite/passing.txt
+
+# Every kernel of every test model compiled with nvcc (sm_90, sm_80), both CUDA generators;
+# `make test` checks the TVM generator on llama only (see tests/cuda/test_cuda_nvcc.py).
+cuda-check: venv
+	PIR_CUDA_FULL=1 $(PY) -m pytest -q -n 2 tests/cuda
+
+# The ONNX node suite through `codegen --target cuda` (both generators): kernels kept on the
+# host by reason, every kernel compiled by nvcc, every 4th case emulated (minutes; no GPU).
+cuda-suite: venv
+	$(PY) tests/cuda/node_suite.py
 
 bench: venv
 	$(PY) bench/ir_throughput.py

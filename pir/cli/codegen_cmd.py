@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -14,27 +15,41 @@ FUSE_PIPELINE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 @click.command("codegen")
 @click.argument("input", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("-o", "--output", help="Output .pir file ('-' for stdout).")
-@click.option("--target", default="llvm", show_default=True, type=click.Choice(["llvm"]),
-              help="What to generate: llvm = TVM TIR scheduled for the CPU.")
+@click.option("--target", default="llvm", show_default=True, type=click.Choice(["llvm", "cuda"]),
+              help="What to generate: llvm = TVM TIR scheduled for the CPU; cuda = CUDA C "
+                   "kernels (kernel.cuda) and cuBLAS calls (kernel.cublas).")
+@click.option("--arch", default="sm_90", show_default=True,
+              type=click.Choice(["sm_80", "sm_86", "sm_89", "sm_90", "sm_100"]),
+              help="The GPU to generate for (--target cuda).")
+@click.option("--kernels", default="native", show_default=True,
+              type=click.Choice(["native", "tvm"]),
+              help="The CUDA kernel generator (--target cuda): native = pir's CUDA C emitter; "
+                   "tvm = TVM's CUDA target with DLight schedules.")
+@click.option("--emit-sources", "emit_dir", type=click.Path(file_okay=False),
+              help="Also write each CUDA kernel as DIR/<symbol>.cu (--target cuda).")
 @click.option("--explain", is_flag=True,
               help="Print (stderr) how many groups became kernels, and why others did not.")
 @run_command
-def codegen_cmd(input, output, target, explain):
-    """Turn each fusion.group of INPUT into a kernel.tvm op holding its TIR source.
+def codegen_cmd(input, output, target, arch, kernels, emit_dir, explain):
+    """Turn each fusion.group of INPUT into a kernel op holding its source: kernel.tvm (TIR)
+    for --target llvm, kernel.cuda (CUDA C and its launch configuration) for --target cuda.
 
     INPUT must already be fused (`fusion.group` ops, made by the `fuse` pass); codegen
-    refuses a program without groups rather than guess a pipeline.  Groups TVM cannot lower
-    (argmax, sort, scatter, random...) stay fusion.group and run on the reference rules;
-    identical groups share one kernel.  Nothing is compiled here: `pir run` builds every
-    kernel as one module and caches it ($PIR_CACHE_DIR or ~/.cache/pir).
+    refuses a program without groups rather than guess a pipeline.  Groups a generator cannot
+    handle stay fusion.group and run on the reference rules (on the host for cuda); identical
+    groups share one kernel.  With --target cuda, matmuls become kernel.cublas calls.  Nothing
+    is compiled here: `pir run` compiles and caches the kernels ($PIR_CACHE_DIR or
+    ~/.cache/pir).
 
     \b
     Examples:
       pir optimize m.pir -p decompose,canonicalize,fold,cse,dce,shapes,fuse -o f.pir
       pir codegen f.pir --target llvm -o k.pir --explain
       pir run k.pir --inputs in.npz          # the tvm runtime, by default for kernels
+      pir codegen f.pir --target cuda --arch sm_90 --emit-sources cu/ -o g.pir
+      pir run g.pir --inputs in.npz --runtime cuda
     """
-    from pir.codegen.tvm.codegen import codegen_module, has_groups
+    from pir.codegen.tvm.codegen import has_groups
     from pir.errors import PirError
     from pir.ir.verifier import verify_module
 
@@ -42,12 +57,39 @@ def codegen_cmd(input, output, target, explain):
     if not has_groups(module):
         raise PirError("the program has no fusion.group ops: run "
                        f"`pir optimize -p {FUSE_PIPELINE}` first", file=input)
-    try:
-        report = codegen_module(module, target)
-    except ImportError as e:
-        raise PirError(f"codegen needs TVM, which cannot be imported: {e}") from None
+    if target == "cuda":
+        from pir.codegen.cuda.codegen import codegen_cuda
+
+        try:
+            report = codegen_cuda(module, arch, kernels)
+        except ImportError as e:
+            raise PirError(f"--kernels tvm needs TVM, which cannot be imported: {e}") from None
+    else:
+        from pir.codegen.tvm.codegen import codegen_module
+
+        try:
+            report = codegen_module(module, target)
+        except ImportError as e:
+            raise PirError(f"codegen needs TVM, which cannot be imported: {e}") from None
     verify_module(module)
     if explain:
         click.echo("\n".join(report.lines()), err=True)
+    if emit_dir:
+        if target != "cuda":
+            raise PirError("--emit-sources writes CUDA kernels: use it with --target cuda")
+        _emit_sources(module, emit_dir)
     write_module_to(module, output)
     sys.stdout.flush()
+
+
+def _emit_sources(module, directory: str) -> None:
+    from pir.cli.common import AtomicOutput
+    from pir.ir.dialects.kernel import CudaKernelOp
+
+    os.makedirs(directory, exist_ok=True)
+    seen = set()
+    for op in module.walk():
+        if isinstance(op, CudaKernelOp) and op.symbol not in seen:
+            seen.add(op.symbol)
+            with AtomicOutput(os.path.join(directory, f"{op.symbol}.cu")) as f:
+                f.write(op.source.encode())

@@ -27,9 +27,10 @@ from pir.cli.common import AtomicOutput, read_module, run_command
 @click.option("--rtol", default=1e-4, show_default=True, help="Relative tolerance of --check.")
 @click.option("--atol", default=1e-5, show_default=True, help="Absolute tolerance of --check.")
 @click.option("--func", default="main", show_default=True, help="The function to run.")
-@click.option("--runtime", type=click.Choice(["reference", "tvm"]),
-              help="reference (numpy) or tvm (compiled kernel.tvm ops); default: tvm when "
-                   "the program holds kernels, else reference.")
+@click.option("--runtime", type=click.Choice(["reference", "tvm", "cuda"]),
+              help="reference (numpy), tvm (compiled kernel.tvm ops) or cuda (kernel.cuda "
+                   "ops on a GPU); default: the one the program's kernels are for, else "
+                   "reference.")
 @click.option("--repeat", type=click.IntRange(min=1), metavar="N",
               help="Run N times and print the median latency (stderr).")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",

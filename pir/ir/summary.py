@@ -67,7 +67,7 @@ def summarize(module: ModuleOp, dims: dict[str, int] | None = None) -> list[Func
         cost = estimate(fn.entry.ops, dims)
         s.flops, s.bytes_computed, s.unknown_cost_ops = cost.flops, cost.bytes_computed, cost.unknown
         for op in fn.entry.ops:
-            if op.name in ("fusion.group", "kernel.tvm"):
+            if op.name in ("fusion.group", "kernel.tvm", "kernel.cuda", "kernel.cublas"):
                 s.groups_by_kind[f"{op.name} ({op.attributes.get('kind', '?')})"] += 1
         out.append(s)
     return out

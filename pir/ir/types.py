@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 __all__ = ["DType", "Dim", "Type", "TensorType", "IndexType", "FunctionType", "is_symbol_name",
-           "parse_tensor_body", "DIALECT_TYPES", "register_dialect_type"]
+           "bound_shape", "parse_tensor_body", "DIALECT_TYPES", "register_dialect_type"]
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -303,3 +303,19 @@ def register_dialect_type(name: str, parse: Callable[[str], Type]) -> None:
     if name in DIALECT_TYPES:
         raise ValueError(f"type '!{name}' is declared twice")
     DIALECT_TYPES[name] = parse
+
+
+def bound_shape(t, sizes: dict[str, int]) -> tuple[int, ...] | None:
+    """The shape of tensor type ``t`` with its symbolic dims taken from ``sizes`` (a run's
+    binding); None when a dim is unknown or unbound, or ``t`` is no numeric tensor."""
+    if not isinstance(t, TensorType) or t.shape is None or t.dtype is DType.STRING:
+        return None
+    out = []
+    for d in t.shape:
+        if isinstance(d, int):
+            out.append(d)
+        elif isinstance(d, str) and d in sizes:
+            out.append(sizes[d])
+        else:
+            return None
+    return tuple(out)

@@ -35,24 +35,9 @@ from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.opdef import Terminator
-from pir.ir.types import DType, TensorType
+from pir.ir.types import DType, TensorType, bound_shape
 
 __all__ = ["Plan"]
-
-def _static_shape(t, symbols: dict[str, int]) -> tuple[int, ...] | None:
-    """``t``'s shape under ``symbols``, or None when a dim is unknown or unbound."""
-    if not isinstance(t, TensorType) or t.shape is None or t.dtype is DType.STRING:
-        return None
-    out = []
-    for d in t.shape:
-        if isinstance(d, int):
-            out.append(d)
-        elif isinstance(d, str) and d in symbols:
-            out.append(symbols[d])
-        else:
-            return None
-    return tuple(out)
-
 
 def matmul_form(op: Operation) -> tuple[bool, bool] | None:
     """For a float32 dot_general numpy's matmul computes, ``[..., M, K] x [..., K, N]`` (or
@@ -149,7 +134,7 @@ class Plan:
                 if isinstance(op, TvmKernelOp):  # dims the kernel computes (a flatten)
                     self.symbols = solve(self.program.kernel(op).derived, self.symbols)
                 for r in op.results:
-                    shape = _static_shape(r.type, self.symbols)
+                    shape = bound_shape(r.type, self.symbols)
                     if shape is None or not _shareable(r.type.dtype, shape):
                         continue  # run as the interpreter runs it
                     nbytes = int(np.prod(shape, dtype=np.int64)) * r.type.dtype.numpy.itemsize
@@ -199,7 +184,7 @@ class Plan:
 
     def _view(self, s: int, v: Value) -> np.ndarray:
         t = v.type
-        shape = _static_shape(t, self.symbols)
+        shape = bound_shape(t, self.symbols)
         dtype = t.dtype.numpy
         n = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         return self.slots[s].buf[:n].view(dtype).reshape(shape)
