@@ -41,8 +41,9 @@ onnx-suite-compiled: venv
 onnx-suite-update: venv
 	$(PY) -m pir.testing.onnx_suite --write-passing tests/onnx_suite/passing.txt
 
-# Every kernel of every test model compiled with nvcc (sm_90, sm_80), both CUDA generators;
-# `make test` checks the TVM generator on llama only (see tests/cuda/test_cuda_nvcc.py).
+# The CUDA tests in full: besides what `make test` runs (every kernel of every test model
+# compiled with nvcc for sm_90 and sm_80, both generators), every model on the host
+# emulation and on the runtime's stand-in for cupy.
 cuda-check: venv
 	PIR_CUDA_FULL=1 $(PY) -m pytest -q -n 2 tests/cuda
 
