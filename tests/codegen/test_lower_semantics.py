@@ -362,3 +362,30 @@ def test_constant_operands_are_not_tested_for_nan_so_the_source_parses_back_to_i
     assert np.isnan(got["y"][0, 0]) and got["n"][0, 0]  # NaN: max NaN, and NaN != 0
     np.testing.assert_array_equal(got["y"][0, 1:], np.maximum(x[0, 1:], 0))
     np.testing.assert_array_equal(got["n"][0, 1:], x[0, 1:] != 0)
+
+
+CUBE = """module {
+  func.func @main(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>) {
+    %y = fusion.group(%x) ({
+    ^bb0(%x_1: tensor<4x8xf32>):
+      %c = builtin.constant() {value = dense<3.0> : tensor<f32>} : () -> tensor<f32>
+      %cb = prim.broadcast_in_dim(%c) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<4x8xf32>
+      %y_1 = prim.pow(%x_1, %cb) : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+      fusion.yield(%y_1) : (tensor<4x8xf32>) -> ()
+    }) {kind = "elementwise"} : (tensor<4x8xf32>) -> tensor<4x8xf32>
+    func.return(%y) : (tensor<4x8xf32>) -> ()
+  }
+}
+"""
+
+
+def test_a_small_constant_power_is_multiplies():
+    # GELU's tanh form cubes: x * x * x, not libm's pow (which TVM also warns about)
+    module = parse_module(CUBE)
+    codegen_module(module, "llvm")
+    (k,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    assert "pow" not in k.source
+    x = np.linspace(-3, 3, 32, dtype=np.float32).reshape(4, 8)
+    from pir.runtimes.tvm import TvmInterpreter
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, x.astype(np.float64) ** 3, rtol=1e-6, atol=1e-6)
