@@ -38,3 +38,12 @@ class UsageError(PirError):
 
     def __init__(self, message: str):
         super().__init__(message, exit_code=2)
+
+
+def one_line(e: Exception) -> str:
+    """A failure as one line, for a report that carries on (a group codegen keeps): a
+    PirError's message, else the exception's type and the first line of its text."""
+    if isinstance(e, PirError):
+        return e.message
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"

@@ -152,3 +152,15 @@ def regression_mlp() -> onnx.ModelProto:
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)])
     model.ir_version = 10
     return model
+
+
+def sample_mlp() -> onnx.ModelProto:
+    """The demo's model (samples/mlp/make_model.py): a 784-256-128-10 MLP, batch dim B."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "samples" / "mlp" / "make_model.py"
+    spec = importlib.util.spec_from_file_location("sample_mlp_make_model", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.build()

@@ -16,7 +16,7 @@ from typing import Mapping
 from pir.ir.core import Operation
 from pir.ir.dialects.builtin import ConstantOp
 from pir.ir.opdef import Elementwise, Reduction
-from pir.ir.types import TensorType
+from pir.ir.types import bound_shape
 
 __all__ = ["Cost", "estimate"]
 
@@ -33,17 +33,10 @@ class _Unknown(Exception):
 
 
 def _shape(t, dims: Mapping[str, int]) -> tuple[int, ...]:
-    if not isinstance(t, TensorType) or t.shape is None:
+    shape = bound_shape(t, dims)
+    if shape is None:
         raise _Unknown
-    out = []
-    for d in t.shape:
-        if isinstance(d, int):
-            out.append(d)
-        elif isinstance(d, str) and d in dims:
-            out.append(dims[d])
-        else:
-            raise _Unknown
-    return tuple(out)
+    return shape
 
 
 def _flops(op: Operation, dims: Mapping[str, int]) -> int:

@@ -307,8 +307,8 @@ def register_dialect_type(name: str, parse: Callable[[str], Type]) -> None:
 
 def bound_shape(t, sizes: dict[str, int]) -> tuple[int, ...] | None:
     """The shape of tensor type ``t`` with its symbolic dims taken from ``sizes`` (a run's
-    binding); None when a dim is unknown or unbound, or ``t`` is no numeric tensor."""
-    if not isinstance(t, TensorType) or t.shape is None or t.dtype is DType.STRING:
+    binding); None when a dim is unknown or unbound, or ``t`` is not a ranked tensor."""
+    if not isinstance(t, TensorType) or t.shape is None:
         return None
     out = []
     for d in t.shape:

@@ -7,7 +7,6 @@ import functools
 import os
 import pathlib
 import re
-import sys
 
 import numpy as np
 import onnx
@@ -15,9 +14,8 @@ import pytest
 
 from pir.ir.parser import parse_file
 from pir.runtimes.reference import run_function
-from helpers import cli  # noqa: E402
+from helpers import cli, sample_mlp  # noqa: E402
 
-SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "samples" / "mlp"
 
 
 
@@ -26,12 +24,7 @@ pir = functools.partial(cli, binary=True)  # stdout as bytes
 
 @pytest.fixture
 def mlp(tmp_path):
-    sys.path.insert(0, str(SAMPLE))
-    try:
-        import make_model
-    finally:
-        sys.path.remove(str(SAMPLE))
-    onnx.save(make_model.build(), tmp_path / "mlp.onnx")
+    onnx.save(sample_mlp(), tmp_path / "mlp.onnx")
     os.chdir(tmp_path)
     assert pir("import", "mlp.onnx", "-o", "mlp.pir")[0] == 0
     return tmp_path / "mlp.pir"
@@ -68,13 +61,8 @@ def test_gradient_of_the_sample_mlp(mlp):
 
 def _mlp_backprop(x, cot):
     """The sample MLP's gradients by hand, in float64 numpy."""
-    sys.path.insert(0, str(SAMPLE))
-    try:
-        import make_model
-    finally:
-        sys.path.remove(str(SAMPLE))
     w = {t.name: onnx.numpy_helper.to_array(t).astype(np.float64)
-         for t in make_model.build().graph.initializer}
+         for t in sample_mlp().graph.initializer}
     h1 = x @ w["fc1.weight"] + w["fc1.bias"]
     a1 = np.maximum(h1, 0)
     a2 = np.tanh(a1 @ w["fc2.weight"] + w["fc2.bias"])

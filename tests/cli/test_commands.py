@@ -10,10 +10,9 @@ import numpy as np
 import onnx
 import pytest
 
-from helpers import cli  # noqa: E402
+from helpers import cli, sample_mlp  # noqa: E402
 
 MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
-SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "samples" / "mlp"
 PIR = [sys.executable, "-m", "pir.cli.main"]
 
 
@@ -23,13 +22,8 @@ pir = functools.partial(cli, binary=True)  # stdout as bytes
 
 @pytest.fixture
 def mlp(tmp_path):
-    sys.path.insert(0, str(SAMPLE))
-    try:
-        import make_model
-    finally:
-        sys.path.remove(str(SAMPLE))
     path = tmp_path / "mlp.onnx"
-    onnx.save(make_model.build(), path)
+    onnx.save(sample_mlp(), path)
     os.chdir(tmp_path)
     return path
 

@@ -1,7 +1,5 @@
 """`pir show` estimates FLOPs and bytes from shapes, and lists fusion groups."""
 
-import pathlib
-import sys
 
 from click.testing import CliRunner
 
@@ -10,17 +8,12 @@ from pir.frontends.onnx.importer import import_model
 from pir.ir.summary import summarize
 from pir.passes.manager import PassManager
 from pir.passes.pipeline import parse_pipeline
+from helpers import sample_mlp  # noqa: E402
 
-SAMPLE = pathlib.Path(__file__).resolve().parents[2] / "samples" / "mlp"
 
 
 def mlp():
-    sys.path.insert(0, str(SAMPLE))
-    try:
-        import make_model
-    finally:
-        sys.path.remove(str(SAMPLE))
-    return import_model(make_model.build())
+    return import_model(sample_mlp())
 
 
 def test_flops_follow_the_shapes():

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pir.codegen.tvm.codegen import group_key, mangle
-from pir.errors import PirError
+from pir.errors import PirError, one_line
 from pir.ir.core import Operation
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.fusion import GroupOp, YieldOp
@@ -129,8 +129,7 @@ def codegen_cuda(module: ModuleOp, arch: str = "sm_90", kernels: str = "native")
             try:
                 kernel = _generate(group, symbol, arch, kernels, bound)
             except Exception as e:  # noqa: BLE001 - any failure keeps the group
-                reason = e.message if isinstance(e, PirError) else (
-                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+                reason = one_line(e)
                 failed[key] = reason
                 report.kept.append((first or "?", reason))
                 continue

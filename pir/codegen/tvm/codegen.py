@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pir.codegen.tvm.dims import derived_dims
-from pir.errors import PirError
+from pir.errors import PirError, one_line
 from pir.ir.core import Block
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.fusion import GroupOp
@@ -172,8 +172,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
             try:
                 source = _lower(group.body.block, symbol, group.kind, key, bound)
             except Exception as e:  # noqa: BLE001 - any lowering failure keeps the group
-                reason = e.message if isinstance(e, PirError) else (
-                    f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+                reason = one_line(e)
                 failed[key] = reason
                 report.kept.append((first or "?", reason))
                 continue
