@@ -203,12 +203,22 @@ def _shift(fn, lhs_negative_fill: bool):
 
 def _fast_exp(x, dtype):
     """Cephes' expf: exp(x) = 2**n * exp(r), |r| <= ln2/2, exp(r) by a degree-6 polynomial,
-    2**n by building the float's exponent bits."""
+    2**n by building the float's exponent bits.
+
+    x is clamped to [-88, 88.72] first, which makes the ends come out of the same arithmetic
+    with no test of their own: at 88.72, n = 128 builds the exponent of inf; at -88, n = -127
+    builds +0.0 (both times the polynomial is near 1).  So x > 88.38 gives inf and x < -87.68
+    gives 0, as expf does up to its denormals.  The clamps are written ``x > hi ? hi : x``,
+    which lets a NaN through (every comparison with it is false), and LLVM makes each one
+    instruction (vminps / vmaxps with the operands in that order).  A NaN then stays NaN
+    through the polynomial.  Softmax is bound by this arithmetic: testing the ends and NaN
+    separately cost eight more vector instructions per 16 elements (bench/kernels.py)."""
     if dtype != "float32":
         return tirx.exp(x)
     f = lambda v: tirx.const(v, "float32")  # noqa: E731
-    hi, lo = f(88.3762626647950), f(-87.3365478515625)  # beyond these: inf, and 0 / denormal
-    xc = tirx.max(tirx.min(x, hi), lo)
+    hi, lo = f(88.72), f(-88.0)
+    xc = tirx.Select(x > hi, hi, x)
+    xc = tirx.Select(xc < lo, lo, xc)
     n = tirx.floor(xc * f(1.44269504088896341) + f(0.5))
     r = xc - n * f(0.693359375) - n * f(-2.12194440e-4)  # ln 2 in two parts: exact n * hi
     p = f(1.9875691500e-4)
@@ -217,10 +227,7 @@ def _fast_exp(x, dtype):
         p = p * r + f(c)
     y = p * r * r + r + f(1.0)
     two_n = tirx.reinterpret("float32", tirx.shift_left(n.astype("int32") + 127, 23))
-    y = y * two_n
-    y = tirx.Select(x > hi, f(float("inf")), y)
-    y = tirx.Select(x < lo, f(0.0), y)
-    return tirx.Select(tirx.isnan(x), x, y)
+    return y * two_n
 
 
 def _fast_erf(x, dtype):
