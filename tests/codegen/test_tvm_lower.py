@@ -147,6 +147,18 @@ def test_unary(name):
     _run_one(block, op, [x])
 
 
+def test_exp_ends_and_nan():
+    # the f32 exp gets its ends from a clamp, not from tests of its own: inf above 88.38,
+    # 0 below -87.68, and a NaN that the clamp (constant first) lets through
+    x = np.array([[np.nan, np.inf, -np.inf, 100.0, -100.0, 88.3, -87.0, 0.0, -1.5, 20.0]],
+                 np.float32)
+    block, op = _one_op(lambda a: OPS["prim.exp"].build(a), [F32(1, 10)])
+    (got,) = compile_block(block)(x)
+    assert np.isnan(got[0, 0]) and got[0, 1] == np.inf and got[0, 2] == 0.0
+    assert got[0, 3] == np.inf and got[0, 4] == 0.0
+    np.testing.assert_allclose(got[0, 5:], np.exp(x[0, 5:].astype(np.float64)), rtol=2e-7)
+
+
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "max", "min", "pow", "rem",
                                   "eq", "lt", "ge", "ne"])
 def test_binary_and_compare(name):

@@ -217,8 +217,7 @@ def _fast_exp(x, dtype):
         return tirx.exp(x)
     f = lambda v: tirx.const(v, "float32")  # noqa: E731
     hi, lo = f(88.72), f(-88.0)
-    xc = tirx.Select(x > hi, hi, x)
-    xc = tirx.Select(xc < lo, lo, xc)
+    xc = tirx.max(lo, tirx.min(hi, x))
     n = tirx.floor(xc * f(1.44269504088896341) + f(0.5))
     r = xc - n * f(0.693359375) - n * f(-2.12194440e-4)  # ln 2 in two parts: exact n * hi
     p = f(1.9875691500e-4)

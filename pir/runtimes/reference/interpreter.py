@@ -42,6 +42,9 @@ def evaluate_op(op: Operation, arrays: list[np.ndarray], interp: Interpreter | N
     """Run one op's rule on its operand arrays and return one array per result."""
     name = op.name
     rule = EVAL.get(name)
+    if rule is None and name not in REGION_EVAL:
+        load_all()  # called on its own, before any Interpreter loaded the rule modules
+        rule = EVAL.get(name)
     if rule is not None:
         token = SYMBOLS.set(interp.symbols) if interp is not None else None
         try:

@@ -8,14 +8,14 @@
 // CHECK-LABEL: func.func @main(
 // CHECK-NEXT:    %y = kernel.tvm(%x) ({
 // CHECK:         }) {kind = "reduction", symbol = "y",
-// CHECK-SAME:      def y(x_1: T.Buffer((\"N\", 256), \"float32\"), y_2: T.Buffer((N, 256), \"float32\")):
+// CHECK-SAME:      def y(x_1: T.Buffer((\"N\", 256), \"float32\"), out: T.Buffer((N, 256), \"float32\")):
 // CHECK-NOT:       T.sblock_alloc_buffer((N, 256))
 // CHECK-NOT:       llvm.prefetch
 // CHECK-SAME:      for i0 in T.parallel(N):\n
-// CHECK-SAME:      T.writes(y_2[v_i0, v_i1])\n
-// CHECK-SAME:      y_2[v_i0, v_i1] = ((((((T.float32(
-// CHECK-SAME:      s_rf[vs_k1_1, v_i0, v_i1] = s_rf[vs_k1_1, v_i0, v_i1] + y_2[v_i0, vs_k1_0 * 16 + vs_k1_1]\n
-// CHECK-SAME:      y_2[v_i0, v_i1] = y_2[v_i0, v_i1] * r[v_i0, 0]
+// CHECK-SAME:      T.writes(out[v_i0, v_i1])\n
+// CHECK-SAME:      out[v_i0, v_i1] = (
+// CHECK-SAME:      s_rf[vs_k1_1, v_i0, v_i1] = s_rf[vs_k1_1, v_i0, v_i1] + out[v_i0, vs_k1_0 * 16 + vs_k1_1]\n
+// CHECK-SAME:      out[v_i0, v_i1] = out[v_i0, v_i1] * r[v_i0, 0]
 // CHECK-NEXT:    func.return(%y)
 
 module @test_softmax_inplace {
@@ -29,8 +29,8 @@ module @test_softmax_inplace {
       %s = prim.reduce_sum(%e) {axes = [1], keepdims = true} : (tensor<Nx256xf32>) -> tensor<Nx1xf32>
       %r = prim.reciprocal(%s) : (tensor<Nx1xf32>) -> tensor<Nx1xf32>
       %rb = prim.broadcast_in_dim(%r) {broadcast_dimensions = [0, 1]} : (tensor<Nx1xf32>) -> tensor<Nx256xf32>
-      %p = prim.mul(%e, %rb) : (tensor<Nx256xf32>, tensor<Nx256xf32>) -> tensor<Nx256xf32>
-      fusion.yield(%p) : (tensor<Nx256xf32>) -> ()
+      %out = prim.mul(%e, %rb) : (tensor<Nx256xf32>, tensor<Nx256xf32>) -> tensor<Nx256xf32>
+      fusion.yield(%out) : (tensor<Nx256xf32>) -> ()
     }) {kind = "reduction"} : (tensor<Nx256xf32>) -> tensor<Nx256xf32>
     func.return(%y) : (tensor<Nx256xf32>) -> ()
   }
