@@ -1,8 +1,8 @@
 """Compile every kernel of a program as ONE TVM module, cache it, and run the program.
 
 The kernels' TIR sources (``kernel.tvm`` ``source`` attributes) are parsed back
-(``tvm.script.from_source``), merged into one IRModule and built for this machine's CPU.  The
-shared library goes to a content-addressed cache, ``$PIR_CACHE_DIR`` or ``~/.cache/pir``:
+(``tvm.script.from_source``) and built for this machine's CPU into one shared library, a part
+per CPU in parallel (``library.py``).  The library goes to a content-addressed cache, ``$PIR_CACHE_DIR`` or ``~/.cache/pir``:
 ``tvm/<sha256 of the target and every symbol and source>.so``; a later run of a program with
 the same kernels loads it (``tvm.runtime.load_module``) instead of compiling.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-import tempfile
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
 from pir.runtimes.reference.interpreter import Interpreter
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
+from pir.runtimes.tvm.library import build_library, build_sources
 from pir.runtimes.tvm.plan import Plan
 
 __all__ = ["CompiledProgram", "TvmInterpreter", "cache_dir", "compile_program", "stats"]
@@ -154,54 +154,15 @@ def compile_program(module: ModuleOp, target=None, use_cache: bool = True) -> Co
         stats["cache_hits"] += 1
         prog = CompiledProgram(lib, key, path, True)
     else:
-        lib = _build_sources(sources, target)
         stats["compiled"] += 1
-        if use_cache and lib is not None:
-            _export(lib, path)
-            # the export made the machine code: load it, or the in-memory module would make
-            # it again (LLVM JIT) on its first call
+        if use_cache and sources:
+            build_library(sources, target, path)
             lib = tvm.runtime.load_module(str(path))
+        else:
+            lib = build_sources(sources, target)
         prog = CompiledProgram(lib, key, path if use_cache else None, False)
     _LOADED[key] = prog
     return prog
-
-
-def _build_sources(sources: dict[str, str], target) -> tvm.runtime.Module:
-    from pir.codegen.tvm.source_cache import made_func
-
-    merged = tvm.IRModule({})
-    for sym, src in sources.items():
-        made = made_func(src, sym)  # codegen made it in this process: no need to parse
-        if made is not None:
-            merged[sym] = made
-            continue
-        try:
-            mod = tvm.script.from_source(src)
-        except Exception as e:  # noqa: BLE001 - TVM's parser raises many kinds
-            raise PirError(f"kernel {sym}: cannot parse its TIR source: "
-                           f"{str(e).strip().splitlines()[-1] if str(e).strip() else e}") from None
-        funcs = list(mod.functions.items())
-        if len(funcs) != 1 or funcs[0][0].name_hint != sym:
-            raise PirError(f"kernel {sym}: the source must hold one function named {sym}")
-        merged[sym] = funcs[0][1]
-    if not sources:
-        return None  # no kernels: nothing to build, every op runs on the reference rules
-    return tvm.tirx.build(merged, target=target)
-
-
-def _export(lib, path: pathlib.Path) -> None:
-    """Write the shared library under a temporary name, then rename it into place, so a
-    concurrent run never loads half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".so", dir=path.parent)
-    os.close(fd)
-    try:
-        lib.export_library(tmp)
-        os.replace(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class TvmInterpreter(Interpreter):
