@@ -144,6 +144,7 @@ def _conv_model(c, o, k, stride, pad, hw, seed=0, group=1, relu=True):
     (16, 32, 1, 2, 0, 14),   # 1x1 stride 2 (a ResNet downsample)
     (3, 64, 7, 2, 3, 32),    # the ResNet stem
     (8, 16, 3, 2, 1, 9),     # odd sizes: 25 positions, padded tiles
+    (16, 32, 1, 1, 0, 16),   # 1x1 stride 1 on 256 positions: positions in the vectors
 ])
 def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     module, before, report = _compile(_conv_model(c, o, k, stride, pad, hw))
@@ -154,6 +155,33 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     x = np.random.default_rng(4).standard_normal((2, c, hw, hw)).astype(np.float32)
     want = run_function(before, {"x": x})["y"]
     got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_wide_1x1_conv_puts_positions_in_the_vectors_and_adds_its_residual_in_place():
+    import onnx
+    import onnx.helper as oh
+
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((32, 16, 1, 1)) * 0.1).astype(np.float32)
+    nodes = [oh.make_node("Conv", ["x", "w"], ["cv"], kernel_shape=[1, 1]),
+             oh.make_node("Add", ["cv", "res"], ["s"]), oh.make_node("Relu", ["s"], ["y"])]
+    g = oh.make_graph(nodes, "res", [oh.make_tensor_value_info("x", 1, ["N", 16, 16, 16]),
+                                     oh.make_tensor_value_info("res", 1, ["N", 32, 16, 16])],
+                      [oh.make_tensor_value_info("y", 1, None)],
+                      [onnx.numpy_helper.from_array(w, "w")])
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 9
+    module, before, report = _compile(onnx.shape_inference.infer_shapes(model))
+    (kernel,) = _kernels(module, "conv")
+    # the [N, O, P] product, its P = 256 positions in vectors of 32, written as it is tiled:
+    # the residual is read and the output written with whole vectors
+    assert "T.sblock_alloc_buffer((N, 32, 256)" in kernel.source
+    assert "for p_1 in T.vectorized(32)" in kernel.source
+    feeds = {"x": rng.standard_normal((2, 16, 16, 16)).astype(np.float32),
+             "res": rng.standard_normal((2, 32, 16, 16)).astype(np.float32)}
+    want = run_function(before, feeds)["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], feeds)["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
