@@ -13,6 +13,7 @@ from pir.ir.verifier import types_compatible
 from pir.ir.dialects.builtin import ModuleOp
 from pir.passes.base import Pass
 from pir.passes.decompose.builder import PrimBuilder
+from pir.passes.decompose.conv_bn import FoldBatchNormIntoConv
 from pir.passes.decompose.registry import DECOMPOSE, KEPT, Keep, load_rules
 from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns, is_function_output
 
@@ -108,14 +109,18 @@ def _keep_names(b: PrimBuilder, op: Operation, values) -> None:
 class Decompose(Pass):
     """Rewrite composite nn ops into prim ops (matmul and convolution become prims too).
 
-    The rules live in one table keyed by op (pir/passes/decompose/rules_*.py).  Ops declared
-    kept (control flow, random numbers, data-dependent shapes ...; see docs/passes.md) stay,
+    The rules live in one table keyed by op (pir/passes/decompose/rules_*.py).  An inference
+    batch_norm of a convolution by constant weights is first folded into those weights
+    (conv_bn.py), as ONNX Runtime and TVM do.  Ops declared kept (control flow, random numbers, data-dependent shapes ...; see docs/passes.md) stay,
     and so does an op whose rule needs a dim nobody knows; `explain` lists them.
     """
 
     name: ClassVar[str] = "decompose"
     ops: tuple[str, ...] = field(default=(), metadata={"doc": "decompose only these ops (default: all)"})
     explain: bool = field(default=False, metadata={"doc": "print the ops that stay, and why"})
+
+    def _decomposes(self, short: str) -> bool:
+        return not self.ops or short in self.ops or f"nn.{short}" in self.ops
 
     def __post_init__(self) -> None:
         from pir.ir.core import OPS
@@ -130,7 +135,11 @@ class Decompose(Pass):
     def apply(self, module: ModuleOp) -> bool:
         load_rules()
         pattern = _RulePattern(frozenset(self.ops) if self.ops else None, self.explain)
-        fired = apply_patterns(module, [pattern])
+        patterns = [pattern]
+        if self._decomposes("conv") and self._decomposes("batch_norm"):
+            # first: the conv is decomposed as soon as the driver reaches it
+            patterns.insert(0, FoldBatchNormIntoConv())
+        fired = apply_patterns(module, patterns)
         if self.explain:
             for name, why in sorted(pattern.kept.items()):
                 print(f"decompose: {name} stays: {why}", file=sys.stderr)
