@@ -159,6 +159,32 @@ def test_exp_ends_and_nan():
     np.testing.assert_allclose(got[0, 5:], np.exp(x[0, 5:].astype(np.float64)), rtol=2e-7)
 
 
+def test_relu_and_clip_pass_nan_without_a_nan_test():
+    # max(x, 0) and min(6, max(x, 0)) with the number first: TIR's max is ``a > b ? a : b``,
+    # so a NaN x comes out as itself with no isnan select in the kernel
+    from pir.ir.parser import parse_module
+
+    text = """module @m {
+  func.func @main(%x: tensor<4x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
+    %z = builtin.constant() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %zb = prim.broadcast_in_dim(%z) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<4x32xf32>
+    %s = builtin.constant() {value = dense<6.0> : tensor<f32>} : () -> tensor<f32>
+    %sb = prim.broadcast_in_dim(%s) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<4x32xf32>
+    %r = prim.max(%x, %zb) : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+    %m = prim.min(%sb, %r) : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+    func.return(%r, %m) : (tensor<4x32xf32>, tensor<4x32xf32>) -> ()
+  }
+}"""
+    kernel = compile_block(parse_module(text).funcs[0].entry)
+    assert "isnan" not in kernel.mod.script()
+    x = np.random.default_rng(6).standard_normal((4, 32)).astype(np.float32) * 10
+    x[0, :3] = [np.nan, np.inf, -np.inf]
+    relu, clip = kernel(x)
+    np.testing.assert_array_equal(relu, np.maximum(x, 0))  # NaN where x is NaN
+    np.testing.assert_array_equal(clip, np.minimum(6, np.maximum(x, 0)))
+    assert np.isnan(relu[0, 0]) and np.isnan(clip[0, 0]) and relu[0, 1] == np.inf
+
+
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "max", "min", "pow", "rem",
                                   "eq", "lt", "ge", "ne"])
 def test_binary_and_compare(name):

@@ -335,6 +335,17 @@ def _extreme_chain(op, ins, ctx, name):
 
     def compute(*i):
         values = [_widen(x(*i)) for x in leaves]
+        computed = [v for v in values if _isnan(v) is not None]
+        if len(computed) == 1 and not isinstance(_isnan(computed[0]), tirx.IntImm):
+            # one computed leaf, the others numbers (relu is max(x, 0)): the numbers first,
+            # ``max(0, x)`` is ``0 > x ? 0 : x``, which passes a NaN x on by itself, one
+            # vmaxps with no NaN test (TIR's max picks by ``a > b``)
+            numbers = [v for v in values if _isnan(v) is None]
+            bound = numbers[0]
+            for v in numbers[1:]:
+                bound = fast(bound, v)
+            out = fast(bound, computed[0])
+            return out.astype(dtype) if work != dtype else out
         out, nan = values[0], _isnan(values[0])
         for v in values[1:]:
             out = fast(out, v)
