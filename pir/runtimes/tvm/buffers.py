@@ -10,18 +10,9 @@ import numpy as np
 
 import tvm
 
+from pir.runtimes.aligned import ALIGN, aligned, aligned_empty
+
 __all__ = ["ALIGN", "OutputPool", "aligned_empty", "as_tvm", "contiguous"]
-
-ALIGN = 64  # TVM only shares (DLPack) memory aligned to 64 bytes
-
-
-def aligned_empty(shape: tuple[int, ...], dtype) -> np.ndarray:
-    """An uninitialised C-ordered array whose data start on a 64-byte boundary."""
-    dtype = np.dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    buf = np.empty(nbytes + ALIGN, np.uint8)
-    start = -buf.ctypes.data % ALIGN
-    return buf[start:start + nbytes].view(dtype).reshape(shape)
 
 
 class OutputPool:
@@ -69,10 +60,7 @@ def as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | None
     if a.size == 0:  # TVM refuses the zero strides numpy gives an empty array
         return tvm.runtime.empty(a.shape, _tvm_dtype_name(a.dtype), device), None
     if a.flags.writeable:
-        if a.ctypes.data % ALIGN:
-            aligned = aligned_empty(a.shape, a.dtype)
-            aligned[...] = a
-            a = aligned
+        a = aligned(a)
         try:
             return tvm.runtime.from_dlpack(a), a
         except (BufferError, RuntimeError, TypeError, ValueError):
