@@ -201,8 +201,8 @@ def main() -> None:
               + "".join(f"{t[c] / floor:>16.2f}x" for c in cols)
               + f"{t['pir kernel'] / t['ORT fused']:>8.2f}x")
     print(f"floor {floor * 1e3:.2f} ms.  Targets: pir kernel <= 1.2x floor and <= 1.0x ORT "
-          "fused.  'pir run' = the kernel through TvmInterpreter.run (copies in/out, output "
-          "allocation); 'build s' = compile or cache load; 'rel err' = max |pir - ORT| / max|ORT|.")
+          "fused.  'pir run' = the kernel through TvmInterpreter.run (aligned input, output "
+          "from the runtime's pool); 'build s' = compile or cache load; 'rel err' = max |pir - ORT| / max|ORT|.")
     sys.stdout.flush()
 
 
