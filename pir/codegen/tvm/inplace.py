@@ -29,6 +29,8 @@ from tvm import tirx
 from tvm.s_tir.stmt import SBlockRealize
 from tvm.sym import Analyzer
 
+from pir.codegen.tvm.rowfunc import row_loop, with_root
+
 __all__ = ["reuse_output"]
 
 
@@ -36,11 +38,10 @@ def reuse_output(func: tvm.tirx.PrimFunc, rows: int) -> tvm.tirx.PrimFunc:
     """``func`` (a row-fused kernel with one output, its first ``rows`` dims the rows) with
     its first row buffer that can live in the output moved there; ``func`` itself if none
     can."""
-    realize = func.body
-    block = getattr(realize, "block", None)
-    loop = getattr(block, "body", None)
-    if not isinstance(loop, tirx.For) or loop.kind != tirx.ForKind.PARALLEL:
+    found = row_loop(func)
+    if found is None:
         return func
+    block, loop = found
     out = list(func.params)[-1]
     realizes = _realizes(loop.body)
     anchor = _anchor(loop.body, out)
@@ -125,10 +126,5 @@ def _safe(realizes, anchor, buf, out, rows: int) -> bool:
 def _replace(func, buf, out):
     func = tvm_ffi.structural_map(func, [(tvm.ir.expr.Var, lambda v: out if v.same_as(buf)
                                           else v)])
-    realize = func.body
-    block = realize.block
-    kept = [b for b in block.alloc_buffers if not b.same_as(out)]
-    new_block = type(block)(block.iter_vars, block.reads, block.writes, block.name_hint,
-                            block.body, block.init, kept, block.match_buffers,
-                            block.annotations)
-    return func.with_body(type(realize)(realize.iter_values, realize.predicate, new_block))
+    kept = [b for b in func.body.block.alloc_buffers if not b.same_as(out)]
+    return with_root(func, alloc_buffers=kept)

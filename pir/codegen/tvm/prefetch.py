@@ -23,6 +23,8 @@ import tvm
 from tvm import tirx
 from tvm.sym import Analyzer
 
+from pir.codegen.tvm.rowfunc import row_loop, with_root
+
 __all__ = ["prefetch_rows", "DISTANCE", "LINE_BYTES", "MIN_ROW_BYTES"]
 
 #: How many rows ahead to prefetch: 1 and 2 measure alike; 2 leaves room for a slow row.
@@ -37,11 +39,10 @@ def prefetch_rows(func: tvm.tirx.PrimFunc, inputs: int, rows: int) -> tvm.tirx.P
     ``inputs`` parameters whose leading ``rows`` dims are the row loop's (possibly
     symbolic) and whose row (the other dims) is static; ``func`` itself when nothing
     applies."""
-    realize = func.body
-    block = getattr(realize, "block", None)
-    loop = getattr(block, "body", None)
-    if not isinstance(loop, tirx.For) or loop.kind != tirx.ForKind.PARALLEL:
+    found = row_loop(func)
+    if found is None:
         return func
+    block, loop = found
     extent = loop.extent
     same = Analyzer().can_prove_equal
     if any(same(_rows_of(buf, rows), extent) and _row_bytes(buf, rows) >= _STACK_BYTES
@@ -65,11 +66,7 @@ def prefetch_rows(func: tvm.tirx.PrimFunc, inputs: int, rows: int) -> tvm.tirx.P
     body = tirx.SeqStmt([*prefetches, loop.body])
     new_loop = tirx.For(loop.loop_var, loop.min, loop.extent, loop.kind, body,
                         loop.thread_binding, loop.annotations)
-    new_block = type(block)(block.iter_vars, block.reads, block.writes, block.name_hint,
-                            new_loop, block.init, block.alloc_buffers, block.match_buffers,
-                            block.annotations)
-    new_realize = type(realize)(realize.iter_values, realize.predicate, new_block)
-    return func.with_body(new_realize)
+    return with_root(func, body=new_loop)
 
 
 #: TVM puts a buffer of fewer bytes than this on the stack, others in its workspace pool.
