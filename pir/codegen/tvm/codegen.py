@@ -119,7 +119,13 @@ def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None =
                        "its function's, so the kernel cannot size it")
     # the source depends only on the group, the symbol and this package: cached on disk
     key = group_key(block) if key is None else key  # hashing weights is not free: reuse it
-    return cached_source(key, symbol, lambda: _schedule(block, symbol, kind))
+    # and on the value names, which name the kernel's buffers: without them in the key a
+    # cached source would show the names of whichever group made it, so that what `pir
+    # codegen` prints would depend on what ran before
+    names = " ".join(str(v.name) for v in [*block.args, *(r for op in block.ops
+                                                           for r in op.results)])
+    return cached_source(f"{key}\0names {names}", symbol,
+                         lambda: _schedule(block, symbol, kind))
 
 
 def _schedule(block: Block, symbol: str, kind: str | None):
