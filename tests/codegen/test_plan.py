@@ -161,14 +161,17 @@ def test_results_numpy_cannot_share_with_tvm_take_the_interpreters_path(case):
 DOTS = """module {
   func.func @main(%a: tensor<5x3xf32>, %b: tensor<4x3xf32>, %c: tensor<3x5xf32>,
                   %p: tensor<2x3x5xf32>, %q: tensor<2x4x3xf32>, %u: tensor<6x1xf32>,
-                  %v: tensor<7x1xf32>, %s: tensor<2x1x5xf32>, %t: tensor<2x4x1xf32>)
-      -> (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>, tensor<6x7xf32>, tensor<2x5x4xf32>) {
+                  %v: tensor<7x1xf32>, %s: tensor<2x1x5xf32>, %t: tensor<2x4x1xf32>,
+                  %o: tensor<1xf32>)
+      -> (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>, tensor<6x7xf32>, tensor<2x5x4xf32>,
+          tensor<7xf32>) {
     %abt = prim.dot_general(%a, %b) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]} : (tensor<5x3xf32>, tensor<4x3xf32>) -> tensor<5x4xf32>
     %ctc = prim.dot_general(%c, %c) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [0]} : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<5x5xf32>
     %pq = prim.dot_general(%p, %q) {lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [2]} : (tensor<2x3x5xf32>, tensor<2x4x3xf32>) -> tensor<2x5x4xf32>
     %uvt = prim.dot_general(%u, %v) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [1]} : (tensor<6x1xf32>, tensor<7x1xf32>) -> tensor<6x7xf32>
     %st = prim.dot_general(%s, %t) {lhs_batching_dimensions = [0], rhs_batching_dimensions = [0], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [2]} : (tensor<2x1x5xf32>, tensor<2x4x1xf32>) -> tensor<2x5x4xf32>
-    func.return(%abt, %ctc, %pq, %uvt, %st) : (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>, tensor<6x7xf32>, tensor<2x5x4xf32>) -> ()
+    %ov = prim.dot_general(%o, %v) {lhs_batching_dimensions = [], rhs_batching_dimensions = [], lhs_contracting_dimensions = [0], rhs_contracting_dimensions = [1]} : (tensor<1xf32>, tensor<7x1xf32>) -> tensor<7xf32>
+    func.return(%abt, %ctc, %pq, %uvt, %st, %ov) : (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>, tensor<6x7xf32>, tensor<2x5x4xf32>, tensor<7xf32>) -> ()
   }
 }
 """
@@ -180,16 +183,35 @@ def test_products_of_transposed_operands_are_matmul_steps_and_match_the_referenc
     module = parse_module(DOTS)
     forms = [matmul_form(op) for op in module.funcs[0].entry.ops[:-1]]
     # the last two contract a dim of size 1: outer products, run as a broadcast multiply
-    assert forms == [(False, True), (True, False), (True, True), (False, True), (True, True)]
+    # (the last one a vector [1] by a [7, 1] matrix: np.matmul, since numpy would broadcast
+    # the multiply of a vector to [1, 7])
+    assert forms == [(False, True), (True, False), (True, True), (False, True), (True, True),
+                     (False, True)]
     rng = np.random.default_rng(3)
     feeds = {a.name: rng.standard_normal(a.type.shape).astype(np.float32)
              for a in module.funcs[0].args}
-    got = TvmInterpreter(module).run(module.funcs[0], feeds)
+    ref = run_function(module, feeds)
+    # one kernel, so that the function runs through its plan (a program without kernels is
+    # interpreted), where the products are matmul steps
+    text = (DOTS.replace("-> (tensor<5x4xf32>", "-> (tensor<5x3xf32>, tensor<5x4xf32>")
+            .replace("func.return(%abt", "%e = prim.exp(%a) : (tensor<5x3xf32>) -> "
+                     "tensor<5x3xf32>\n    func.return(%e, %abt")
+            .replace(": (tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>, tensor<6x7xf32>",
+                     ": (tensor<5x3xf32>, tensor<5x4xf32>, tensor<5x5xf32>, tensor<2x5x4xf32>, "
+                     "tensor<6x7xf32>"))
+    compiled = parse_module(text)
+    PassManager(parse_pipeline("fuse")).run(compiled)
+    codegen_module(compiled, "llvm")
+    interp = TvmInterpreter(compiled)
+    got = interp.run(compiled.funcs[0], feeds)
+    (plan,) = interp._plans.values()
+    steps = {op.results[0].name: step.__qualname__ for op, step in plan.steps}
+    assert all("_matmul_step" in steps[k] for k in ("abt", "ctc", "pq", "uvt", "st", "ov"))
     want = {"abt": feeds["a"] @ feeds["b"].T, "ctc": feeds["c"].T @ feeds["c"],
             "pq": np.swapaxes(feeds["p"], 1, 2) @ np.swapaxes(feeds["q"], 1, 2),
             "uvt": feeds["u"] @ feeds["v"].T,
-            "st": np.swapaxes(feeds["s"], 1, 2) @ np.swapaxes(feeds["t"], 1, 2)}
-    ref = run_function(module, feeds)
+            "st": np.swapaxes(feeds["s"], 1, 2) @ np.swapaxes(feeds["t"], 1, 2),
+            "ov": feeds["o"] @ feeds["v"].T}
     for k, v in want.items():
         np.testing.assert_allclose(got[k], v, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(ref[k], v, rtol=1e-5, atol=1e-6)

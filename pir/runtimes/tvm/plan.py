@@ -261,7 +261,7 @@ class Plan:
             a, b = values[lhs], values[rhs]
             a = np.swapaxes(a, -1, -2) if lhs_t else a
             b = np.swapaxes(b, -1, -2) if rhs_t else b
-            if a.shape[-1] == 1:
+            if a.shape[-1] == 1 and a.ndim >= 2 and b.ndim >= 2:
                 # an outer product ([M, 1] x [1, N]: a derivative's tangent times a weight
                 # row): 3.6x faster as a broadcast multiply than through BLAS
                 np.multiply(a, b, out=dst)
