@@ -35,6 +35,10 @@ MODELS = HERE.parent / "models"
 NAMES = sorted(p.name for p in all_patterns())
 #: Functions whose inputs random numbers can not make valid (a shape given as an input).
 NOT_RUNNABLE = {("canonicalize_shape.pir", "reshape_two_unknown")}
+#: Functions whose rewrite is exact arithmetic but not bit-exact: the product of one row is
+#: summed by numpy's vector kernel instead of its matrix kernel (1 ulp apart).
+INEXACT = {("canonicalize_broadcast.pir", "dot_of_broadcast_lhs"),
+           ("canonicalize_broadcast.pir", "dot_of_broadcast_rhs")}
 
 
 def corpus() -> list[tuple[str, object]]:
@@ -92,7 +96,12 @@ def test_every_function_computes_the_same_after_canonicalize(path):
         assert list(got) == list(want), fn.sym_name  # the same outputs, by the same names
         for name in want:
             assert got[name].dtype == want[name].dtype, (fn.sym_name, name)
-            np.testing.assert_array_equal(got[name], want[name], err_msg=f"@{fn.sym_name} {name}")
+            if (path.name, fn.sym_name) in INEXACT:
+                np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-6,
+                                           err_msg=f"@{fn.sym_name} {name}")
+            else:
+                np.testing.assert_array_equal(got[name], want[name],
+                                              err_msg=f"@{fn.sym_name} {name}")
 
 
 def test_every_pattern_fires_in_the_filecheck_tests_and_disable_switches_it_off():
