@@ -109,8 +109,8 @@ def _positions_in_lanes(op) -> bool:
     tile of channels is written (and a residual it adds is read) one lane at a time: ResNet's
     56x56 bottleneck output convolutions ran at 80-110 GFLOP/s against 210 for the others,
     and at 160-190 this way.  With positions in one vector per tile row (28 x 28 = 784 is 16
-    x 49) the tile is half as wide, and the convolutions without a residual measured slower
-    than with channels in the lanes, so those keep the channel form."""
+    x 49) the tile is half as wide, and those convolutions measured no faster (slower
+    without a residual), so they keep the channel form."""
     _, _, kr, ks = op.operands[1].type.shape
     _, _, ho, wo = op.results[0].type.shape
     win = op.window(2)

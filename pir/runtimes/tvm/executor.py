@@ -2,9 +2,10 @@
 
 The kernels' TIR sources (``kernel.tvm`` ``source`` attributes) are parsed back
 (``tvm.script.from_source``) and built for this machine's CPU into one shared library, a part
-per CPU in parallel (``library.py``).  The library goes to a content-addressed cache, ``$PIR_CACHE_DIR`` or ``~/.cache/pir``:
-``tvm/<sha256 of the target and every symbol and source>.so``; a later run of a program with
-the same kernels loads it (``tvm.runtime.load_module``) instead of compiling.
+per CPU in parallel (``library.py``).  The library goes to a content-addressed cache,
+``$PIR_CACHE_DIR`` or ``~/.cache/pir``: ``tvm/<sha256 of the target and every symbol and
+source>.so``; a later run of a program with the same kernels loads it
+(``tvm.runtime.load_module``) instead of compiling.
 """
 
 from __future__ import annotations
