@@ -53,3 +53,37 @@ def test_a_transposed_read_of_the_row_keeps_its_buffer():
     tir = _compile_and_check("%t")
     assert "e = T.sblock_alloc_buffer((N, 16, 16))" in tir
     assert "y[v_i0, v_i1, v_i2] = e[v_i0, v_i2, v_i1] * r[v_i0, 0, 0]" in tir
+
+
+# each row also sums the previous row's exponentials: the row loop computes two rows of them
+# per row, and written into the output they would overwrite the finished previous row
+PREVIOUS_ROW = """
+module @m {
+  func.func @main(%x: tensor<6x32xf32>) -> (tensor<6x32xf32>) {
+    %m = prim.reduce_max(%x) {axes = [1], keepdims = true} : (tensor<6x32xf32>) -> tensor<6x1xf32>
+    %mb = prim.broadcast_in_dim(%m) {broadcast_dimensions = [0, 1]} : (tensor<6x1xf32>) -> tensor<6x32xf32>
+    %d = prim.sub(%x, %mb) : (tensor<6x32xf32>, tensor<6x32xf32>) -> tensor<6x32xf32>
+    %e = prim.exp(%d) : (tensor<6x32xf32>) -> tensor<6x32xf32>
+    %z = builtin.constant() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+    %es = prim.slice(%e) {start_indices = [0], limit_indices = [5], axes = [0]} : (tensor<6x32xf32>) -> tensor<5x32xf32>
+    %prev = prim.pad(%es, %z) {edge_padding_low = [1, 0], edge_padding_high = [0, 0]} : (tensor<5x32xf32>, tensor<f32>) -> tensor<6x32xf32>
+    %s = prim.reduce_sum(%e) {axes = [1], keepdims = true} : (tensor<6x32xf32>) -> tensor<6x1xf32>
+    %s2 = prim.reduce_sum(%prev) {axes = [1], keepdims = true} : (tensor<6x32xf32>) -> tensor<6x1xf32>
+    %t = prim.add(%s, %s2) : (tensor<6x1xf32>, tensor<6x1xf32>) -> tensor<6x1xf32>
+    %r = prim.reciprocal(%t) : (tensor<6x1xf32>) -> tensor<6x1xf32>
+    %rb = prim.broadcast_in_dim(%r) {broadcast_dimensions = [0, 1]} : (tensor<6x1xf32>) -> tensor<6x32xf32>
+    %y = prim.mul(%e, %rb) : (tensor<6x32xf32>, tensor<6x32xf32>) -> tensor<6x32xf32>
+    func.return(%y) : (tensor<6x32xf32>) -> ()
+  }
+}
+"""
+
+
+def test_a_row_read_by_the_next_row_keeps_its_buffer():
+    module = parse_module(PREVIOUS_ROW)
+    kernel = compile_block(module.funcs[0].entry)
+    tir = kernel.mod.script()
+    assert "T.parallel(6)" in tir and "e = T.sblock_alloc_buffer((6, 32))" in tir
+    x = np.random.default_rng(1).standard_normal((6, 32)).astype(np.float32)
+    (got,) = kernel(x)
+    np.testing.assert_allclose(got, run_function(module, {"x": x})["y"], rtol=1e-5, atol=1e-7)
