@@ -138,4 +138,48 @@ class DotOfBroadcast(RewritePattern):
         return True
 
 
-PATTERNS = [PadOfBroadcast(), DotOfBroadcast()]
+class DotOfScaled(RewritePattern):
+    """dot_general(x * broadcast(v), w), v along contracted dims only (a scale per
+    contracted element): dot_general(x, w * broadcast(v)), the scale moved onto the other
+    operand, as TVM's FoldScaleAxis moves a scale into weights.  The product then reads x
+    itself: the PINN's derivative had scaled copies of [4096, 32] values (a kernel output
+    each) where the scale fits in a [32, 32] weight matrix.  Only when the product is the
+    scaled value's one use, and onto an operand of fewer elements (known statically)."""
+
+    name = "prim-dot-of-scaled"
+    root = "prim.dot_general"
+
+    def match_and_rewrite(self, op: Operation, rw: Rewriter) -> bool:
+        if op.lhs_batching_dimensions:
+            return False
+        contracting = (list(op.lhs_contracting_dimensions), list(op.rhs_contracting_dimensions))
+        for side in (0, 1):
+            scaled = op.operands[side]
+            m = getattr(scaled, "op", None)
+            if m is None or m.name != "prim.mul" or len(scaled.uses) != 1:
+                continue
+            for j in (0, 1):
+                b = _broadcast(m.operands[j])
+                if b is None or not set(b.broadcast_dimensions) <= set(contracting[side]):
+                    continue
+                other = op.operands[1 - side]
+                oshape = _shape(other)
+                small, big = other.type.numel, scaled.type.numel
+                if oshape is None or small is None or (big is not None and small >= big):
+                    continue  # only onto the smaller operand (else it would move back)
+                # dim d of the scaled operand is contracted with dim pair[d] of the other
+                pair = dict(zip(contracting[side], contracting[1 - side]))
+                dims = [pair[d] for d in b.broadcast_dimensions]
+                name = _names(op)
+                scale = rw.value(BroadcastInDimOp, b.operands[0], before=op,
+                                 broadcast_dimensions=dims, name=name(),
+                                 result_types=[TensorType(other.type.dtype, oshape)])
+                moved = rw.value(type(m), other, scale, before=op, name=name(),
+                                 result_types=[other.type])
+                rw.set_operand(op, side, m.operands[1 - j])
+                rw.set_operand(op, 1 - side, moved)
+                return True
+        return False
+
+
+PATTERNS = [PadOfBroadcast(), DotOfBroadcast(), DotOfScaled()]

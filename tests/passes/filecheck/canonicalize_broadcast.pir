@@ -51,4 +51,32 @@ module {
     %d = prim.dot_general(%b, %w) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
     func.return(%d) : (tensor<4x5xf32>) -> ()
   }
+  // A scale per contracted element moves onto the smaller operand (the weights).
+  // CHECK-LABEL: func.func @dot_of_scaled(
+  // CHECK-NEXT:    %d.1 = prim.broadcast_in_dim(%v) {broadcast_dimensions = [0]} : (tensor<3xf32>) -> tensor<3x5xf32>
+  // CHECK-NEXT:    %d.2 = prim.mul(%w, %d.1)
+  // CHECK-NEXT:    %d = prim.dot_general(%x, %d.2) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<Nx3xf32>, tensor<3x5xf32>) -> tensor<Nx5xf32>
+  func.func @dot_of_scaled(%x: tensor<Nx3xf32>, %v: tensor<3xf32>, %w: tensor<3x5xf32>) -> (tensor<Nx5xf32>) {
+    %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [1]} : (tensor<3xf32>) -> tensor<Nx3xf32>
+    %s = prim.mul(%x, %b) : (tensor<Nx3xf32>, tensor<Nx3xf32>) -> tensor<Nx3xf32>
+    %d = prim.dot_general(%s, %w) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<Nx3xf32>, tensor<3x5xf32>) -> tensor<Nx5xf32>
+    func.return(%d) : (tensor<Nx5xf32>) -> ()
+  }
+  // A scale per row (a free dim) stays, and so does one onto a larger operand.
+  // CHECK-LABEL: func.func @dot_of_row_scaled(
+  // CHECK-NEXT:    %b = prim.broadcast_in_dim(%v)
+  // CHECK-NEXT:    %s = prim.mul(%x, %b)
+  // CHECK-NEXT:    %d = prim.dot_general(%s, %w)
+  // CHECK-NEXT:    %b2 = prim.broadcast_in_dim(%u)
+  // CHECK-NEXT:    %s2 = prim.mul(%w2, %b2)
+  // CHECK-NEXT:    %d2 = prim.dot_general(%x2, %s2)
+  func.func @dot_of_row_scaled(%x: tensor<4x3xf32>, %v: tensor<4xf32>, %w: tensor<3x5xf32>, %x2: tensor<Nx3xf32>, %w2: tensor<3x5xf32>, %u: tensor<3xf32>) -> (tensor<4x5xf32>, tensor<Nx5xf32>) {
+    %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [0]} : (tensor<4xf32>) -> tensor<4x3xf32>
+    %s = prim.mul(%x, %b) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    %d = prim.dot_general(%s, %w) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+    %b2 = prim.broadcast_in_dim(%u) {broadcast_dimensions = [0]} : (tensor<3xf32>) -> tensor<3x5xf32>
+    %s2 = prim.mul(%w2, %b2) : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+    %d2 = prim.dot_general(%x2, %s2) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<Nx3xf32>, tensor<3x5xf32>) -> tensor<Nx5xf32>
+    func.return(%d, %d2) : (tensor<4x5xf32>, tensor<Nx5xf32>) -> ()
+  }
 }
