@@ -213,11 +213,12 @@ COMPUTED_W = """module {{
 """
 
 
-@pytest.mark.parametrize("transposed", [False, True])
-def test_computed_weights_are_packed_in_the_kernel(transposed):
+@pytest.mark.parametrize("transposed,k", [(False, 24), (True, 24), (False, 2)])
+def test_computed_weights_are_packed_in_the_kernel(transposed, k):
     """A function that takes its weights as an input (a derivative, a training step): the
-    kernel packs them itself ([N, K] ones transposed first) into a buffer before the GEMM."""
-    k, n = 24, 64
+    kernel packs them itself ([N, K] ones transposed first) into a buffer before the GEMM.
+    K = 2: a PINN's first layer on its (x, y) points."""
+    n = 64
     text = COMPUTED_W.format(k=k, n=n, wshape=f"{n}x{k}" if transposed else f"{k}x{n}",
                              rc=1 if transposed else 0)
     module = parse_module(text)
