@@ -167,6 +167,8 @@ class DotOfScaled(RewritePattern):
                 small, big = other.type.numel, scaled.type.numel
                 if oshape is None or small is None or (big is not None and small >= big):
                     continue  # only onto the smaller operand (else it would move back)
+                if b.operands[0].type.dtype != other.type.dtype:
+                    continue  # a mixed-type product: the scale can not multiply the other
                 # dim d of the scaled operand is contracted with dim pair[d] of the other
                 pair = dict(zip(contracting[side], contracting[1 - side]))
                 dims = [pair[d] for d in b.broadcast_dimensions]
