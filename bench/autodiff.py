@@ -37,12 +37,9 @@ _ap.add_argument("--symbolic", action="store_true",
                       "count; default: exactly --points points, as jax.jit specializes)")
 ARGS = _ap.parse_args()
 
-os.environ["TVM_NUM_THREADS"] = str(ARGS.threads)  # before anything imports tvm
-from pir.cpu_env import choose_openblas_kernels  # noqa: E402
+from benchenv import best_time, use_threads  # noqa: E402
 
-choose_openblas_kernels()  # as the pir command does, before numpy is imported
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, str(ARGS.threads))
+use_threads(ARGS.threads)  # before anything imports numpy or tvm
 
 import importlib.util  # noqa: E402
 import json  # noqa: E402
@@ -72,16 +69,6 @@ from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
 OPT = "decompose,canonicalize,fold,cse,dce,shapes"
 FUSE = OPT + ",fuse"
 WEIGHTS = ("w1", "b1", "w2", "b2", "w3", "b3")
-
-
-def best_time(fn, repeat: int) -> float:
-    fn()  # warm up
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def sample():

@@ -40,6 +40,7 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import pir.codegen.tvm as ptvm  # noqa: E402,F401  (imports tvm with TVM_NUM_THREADS=1)
+from benchenv import best_time  # noqa: E402
 import tvm  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
@@ -94,16 +95,6 @@ def numpy_op(kind: str, x, s, b):
     if kind == "gelu":
         return 0.5 * x * (1 + _erf(x * np.float32(1 / np.sqrt(2.0))))
     raise KeyError(kind)
-
-
-def best_time(fn, repeat: int) -> float:
-    fn()  # warm up (page faults, pools)
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 class PirKernel:

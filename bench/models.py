@@ -34,12 +34,9 @@ _ap.add_argument("--profile", metavar="NAME",
                  help="also print a cProfile (top 25, cumulative) of one pir run of NAME")
 ARGS = _ap.parse_args()
 
-os.environ["TVM_NUM_THREADS"] = str(ARGS.threads)  # before anything imports tvm
-from pir.cpu_env import choose_openblas_kernels  # noqa: E402
+from benchenv import best_time, use_threads  # noqa: E402
 
-choose_openblas_kernels()  # as the pir command does, before numpy is imported
-for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_v, str(ARGS.threads))
+use_threads(ARGS.threads)  # before anything imports numpy or tvm
 
 import cProfile  # noqa: E402
 import io  # noqa: E402
@@ -67,16 +64,6 @@ from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
-
-
-def best_time(fn, repeat: int) -> float:
-    fn()  # warm up
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def load(name: str, args):
