@@ -40,7 +40,10 @@ NOT_RUNNABLE = {("canonicalize_shape.pir", "reshape_two_unknown")}
 #: other factor (1 ulp apart).
 INEXACT = {("canonicalize_broadcast.pir", "dot_of_broadcast_lhs"),
            ("canonicalize_broadcast.pir", "dot_of_broadcast_rhs"),
-           ("canonicalize_broadcast.pir", "dot_of_scaled")}  # x * (v * w), not (x * v) * w
+           ("canonicalize_broadcast.pir", "dot_of_scaled"),  # x * (v * w), not (x * v) * w
+           ("canonicalize_broadcast.pir", "dot_of_scaled_used_twice"),
+           ("canonicalize_linear.pir", "add_of_products_rhs"),  # (a + b) . w
+           ("canonicalize_linear.pir", "add_of_products_lhs")}
 
 
 def corpus() -> list[tuple[str, object]]:

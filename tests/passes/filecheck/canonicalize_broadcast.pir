@@ -79,4 +79,44 @@ module {
     %d2 = prim.dot_general(%x2, %s2) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<Nx3xf32>, tensor<3x5xf32>) -> tensor<Nx5xf32>
     func.return(%d, %d2) : (tensor<4x5xf32>, tensor<Nx5xf32>) -> ()
   }
+  // Every operand a broadcast that makes dim 0: the concat is built on one row, then
+  // broadcast (forward mode's seed of [x, y], rows [1, 0]).
+  // CHECK-LABEL: func.func @concat_of_broadcasts(
+  // CHECK-NEXT:    %c.1 = prim.broadcast_in_dim(%s) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<1xf32>
+  // CHECK-NEXT:    %c.2 = prim.concat(%c.1, %v) {dimension = 0} : (tensor<1xf32>, tensor<2xf32>) -> tensor<3xf32>
+  // CHECK-NEXT:    %c = prim.broadcast_in_dim(%c.2) {broadcast_dimensions = [1]} : (tensor<3xf32>) -> tensor<4x3xf32>
+  func.func @concat_of_broadcasts(%s: tensor<f32>, %v: tensor<2xf32>) -> (tensor<4x3xf32>) {
+    %a = prim.broadcast_in_dim(%s) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<4x1xf32>
+    %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [1]} : (tensor<2xf32>) -> tensor<4x2xf32>
+    %c = prim.concat(%a, %b) {dimension = 1} : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x3xf32>
+    func.return(%c) : (tensor<4x3xf32>) -> ()
+  }
+  // An operand that is not a broadcast, or no dim made by every operand: the concat stays.
+  // CHECK-LABEL: func.func @concat_of_some_broadcasts(
+  // CHECK-NEXT:    %a = prim.broadcast_in_dim(%s)
+  // CHECK-NEXT:    %c = prim.concat(%a, %x)
+  // CHECK-NEXT:    %b = prim.broadcast_in_dim(%u)
+  // CHECK-NEXT:    %c2 = prim.concat(%a, %b)
+  func.func @concat_of_some_broadcasts(%s: tensor<f32>, %x: tensor<4x1xf32>, %u: tensor<4xf32>) -> (tensor<4x2xf32>, tensor<4x2xf32>) {
+    %a = prim.broadcast_in_dim(%s) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<4x1xf32>
+    %c = prim.concat(%a, %x) {dimension = 1} : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x2xf32>
+    %b = prim.broadcast_in_dim(%u) {broadcast_dimensions = [0]} : (tensor<4xf32>) -> tensor<4x1xf32>
+    %c2 = prim.concat(%a, %b) {dimension = 1} : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x2xf32>
+    func.return(%c, %c2) : (tensor<4x2xf32>, tensor<4x2xf32>) -> ()
+  }
+  // The scaled value has another use: the product reads x all the same (so that a scaled
+  // product and an unscaled one of scaled weights, as forward mode makes them, are one
+  // product for cse); the scaled value stays for its other use.
+  // CHECK-LABEL: func.func @dot_of_scaled_used_twice(
+  // CHECK-NEXT:    %b = prim.broadcast_in_dim(%v)
+  // CHECK-NEXT:    %s = prim.mul(%x, %b)
+  // CHECK-NEXT:    %d.1 = prim.broadcast_in_dim(%v) {broadcast_dimensions = [0]} : (tensor<3xf32>) -> tensor<3x5xf32>
+  // CHECK-NEXT:    %d.2 = prim.mul(%w, %d.1)
+  // CHECK-NEXT:    %d = prim.dot_general(%x, %d.2)
+  func.func @dot_of_scaled_used_twice(%x: tensor<Nx3xf32>, %v: tensor<3xf32>, %w: tensor<3x5xf32>) -> (tensor<Nx5xf32>, tensor<Nx3xf32>) {
+    %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [1]} : (tensor<3xf32>) -> tensor<Nx3xf32>
+    %s = prim.mul(%x, %b) : (tensor<Nx3xf32>, tensor<Nx3xf32>) -> tensor<Nx3xf32>
+    %d = prim.dot_general(%s, %w) {lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : (tensor<Nx3xf32>, tensor<3x5xf32>) -> tensor<Nx5xf32>
+    func.return(%d, %s) : (tensor<Nx5xf32>, tensor<Nx3xf32>) -> ()
+  }
 }
