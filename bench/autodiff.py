@@ -2,20 +2,22 @@
 network, float32) over 4096 points: pir's compiled second derivative against JAX on the CPU,
 side by side in one run, best of --repeat, one thread each by default.
 
-- pir: ``pir autodiff --wrt x --order 2 --seed ones`` (and ``y``), a residual function that
-  calls both (inlined, so cse shares their forward pass), the fuse pipeline
-  (``decompose,canonicalize,fold,cse,dce,shapes,fuse``), ``codegen --target llvm``, the tvm
-  runtime, as bench/models.py times compiled programs.
-- JAX: ``jax.jit`` of the trace of ``jax.hessian`` of the scalar network, vmapped over the
-  points (and, as a second row, nested ``jax.grad``), run by the Python of a separate virtual
-  environment (JAX is a bench extra, never a dependency of pir): --jax-python, default
-  /tmp/jaxvenv/bin/python (``python3 -m venv /tmp/jaxvenv && /tmp/jaxvenv/bin/pip install
-  jax``).
+- pir: ``pir autodiff --wrt x --order 2 --seed ones`` (and ``y``) in both modes, reverse
+  over reverse (``--mode rev``, the default) and forward over forward (``--mode fwd``); a
+  residual function that calls both (inlined, so cse shares their forward pass), the fuse
+  pipeline (``decompose,canonicalize,fold,cse,dce,shapes,fuse``), ``codegen --target llvm``,
+  the tvm runtime, as bench/models.py times compiled programs.
+- JAX: ``jax.jit`` of ``jax.hessian`` of the scalar network vmapped over the points, of
+  nested ``jax.grad``, and (for the like-for-like forward mode) of nested ``jax.jvp``, run by
+  the Python of a separate virtual environment (JAX is a bench extra, never a dependency of
+  pir): --jax-python, default /tmp/jaxvenv/bin/python (``python3 -m venv /tmp/jaxvenv &&
+  /tmp/jaxvenv/bin/pip install jax``).
 
-Printed: both times and their ratio, pir's time split per op (its runtime's profile), the max relative difference of the residuals, pir's op
-count (prim ops of the derivative program before fusion, constants excluded, and kernels
-after codegen) against the equation count of JAX's jaxpr (nested jaxprs included).  Target:
-pir/JAX <= 1.0x.  Asserts nothing.
+Printed: per pir mode, its op count (prim ops of the derivative program before fusion,
+constants excluded), kernels after codegen, time and the max relative difference of its
+residual from JAX's; per JAX form, its jaxpr equation count (nested jaxprs included), time
+and each pir mode's time ratio; pir's time split per op (its runtime's profile).  Target:
+pir/JAX <= 1.0x against ``hessian`` and ``grad(grad)``.  Asserts nothing.
 
     .venv/bin/python bench/autodiff.py [--points 4096] [--hidden 32] [--threads 1]
                                        [--repeat 20] [--symbolic] [--jax-python PATH]
@@ -79,11 +81,12 @@ def sample():
     return mod
 
 
-def residual_module(pinn, hidden: int, points: int | str):
-    """u, @u_xx, @u_yy (pir autodiff) and @residual calling both, calls inlined."""
+def residual_module(pinn, hidden: int, points: int | str, mode: str = "rev"):
+    """u, @u_xx, @u_yy (pir autodiff --mode MODE) and @residual calling both, calls
+    inlined."""
     module = import_model(pinn.build(hidden, "float32", points))
-    differentiate(module, ["x"], order=2, seed="ones", name="u_xx")
-    differentiate(module, ["y"], order=2, seed="ones", name="u_yy")
+    differentiate(module, ["x"], mode=mode, order=2, seed="ones", name="u_xx")
+    differentiate(module, ["y"], mode=mode, order=2, seed="ones", name="u_yy")
     t = f"tensor<{points}x1xf32>"
     wt = {"w1": f"tensor<2x{hidden}xf32>", "b1": f"tensor<{hidden}xf32>",
           "w2": f"tensor<{hidden}x{hidden}xf32>", "b2": f"tensor<{hidden}xf32>",
@@ -135,6 +138,14 @@ def res_grad(p, x, y, f):
     uyy = jax.grad(jax.grad(u, 2), 2)
     return -jax.vmap(lambda a, b: uxx(p, a, b) + uyy(p, a, b))(x, y) - f
 
+def res_jvp(p, x, y, f):  # forward over forward, pir's --mode fwd
+    def d2(g, v):
+        return jax.jvp(lambda v: jax.jvp(g, (v,), (jnp.ones_like(v),))[1], (v,),
+                       (jnp.ones_like(v),))[1]
+    def lap(a, b):
+        return d2(lambda a: u(p, a, b), a) + d2(lambda b: u(p, a, b), b)
+    return -jax.vmap(lap)(x, y) - f
+
 def eqns(jaxpr):
     n = 0
     for e in jaxpr.eqns:
@@ -147,7 +158,7 @@ def eqns(jaxpr):
     return n
 
 out = {"version": jax.__version__}
-for name, fn in (("hessian", res_hessian), ("grad", res_grad)):
+for name, fn in (("hessian", res_hessian), ("grad", res_grad), ("jvp", res_jvp)):
     jitted = jax.jit(fn)
     r = jitted(p, x, y, f).block_until_ready()
     best = float("inf")
@@ -173,6 +184,40 @@ def run_jax(data_path: str, args) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+MODES = (("rev", "reverse over reverse"), ("fwd", "forward over forward"))
+JAX_FORMS = (("hessian", "vmap(hessian)"), ("grad", "vmap(grad(grad))"),
+             ("jvp", "vmap(jvp(jvp))"))
+
+
+def compile_residual(pinn, args, mode: str) -> dict:
+    """pir's residual program for one autodiff mode, compiled: its interpreter, function,
+    op count before fusion and kernel count after codegen, and build time."""
+    t0 = time.perf_counter()
+    module = residual_module(pinn, args.hidden, "N" if args.symbolic else args.points, mode)
+    PassManager(parse_pipeline(OPT)).run(module)
+    fn = module.lookup("residual")
+    n_ops = sum(1 for op in fn.entry.ops[:-1] if not isinstance(op, ConstantOp))
+    PassManager(parse_pipeline(FUSE)).run(module)
+    codegen_module(module, "llvm")
+    return {"interp": TvmInterpreter(module), "fn": fn, "ops": n_ops,
+            "kernels": sum(isinstance(op, TvmKernelOp) for op in fn.entry.ops),
+            "build": time.perf_counter() - t0}
+
+
+def time_split(pir: dict, feeds: dict) -> tuple[float, list]:
+    """One more run, timed per op (pir run --profile): its time and the six largest shares."""
+    interp = pir["interp"]
+    interp.profile = prof = {}
+    t = time.perf_counter()
+    interp.run(pir["fn"], feeds)
+    total = time.perf_counter() - t
+    interp.profile = None
+    split = defaultdict(float)
+    for (what, name), (_, dt) in prof.items():
+        split[f"kernel {name}" if what == "kernel" else name] += dt
+    return total, sorted(split.items(), key=lambda kv: -kv[1])[:6]
+
+
 def main() -> None:
     args = ARGS
     if not pathlib.Path(args.jax_python).exists():
@@ -182,50 +227,46 @@ def main() -> None:
     pinn = sample()
     data = pinn.data(args.points, args.hidden, dtype="float32")
     feeds = {k: data[k] for k in ("x", "y", "f") + WEIGHTS}
-
-    t0 = time.perf_counter()
-    module = residual_module(pinn, args.hidden, "N" if args.symbolic else args.points)
-    PassManager(parse_pipeline(OPT)).run(module)
-    fn = module.lookup("residual")
-    n_ops = sum(1 for op in fn.entry.ops[:-1] if not isinstance(op, ConstantOp))
-    PassManager(parse_pipeline(FUSE)).run(module)
-    codegen_module(module, "llvm")
-    interp = TvmInterpreter(module)
-    t_build = time.perf_counter() - t0
-    n_kernels = sum(isinstance(op, TvmKernelOp) for op in fn.entry.ops)
-    ours = interp.run(fn, feeds)["r"]
-    t_pir = best_time(lambda: interp.run(fn, feeds), args.repeat)
-    interp.profile = prof = {}  # one more run, timed per op (pir run --profile)
-    t = time.perf_counter()
-    interp.run(fn, feeds)
-    total = time.perf_counter() - t
-    interp.profile = None
-    split = defaultdict(float)
-    for (what, name), (_, dt) in prof.items():
-        split[f"kernel {name}" if what == "kernel" else name] += dt
+    pirs = {mode: compile_residual(pinn, args, mode) for mode, _ in MODES}
+    for p in pirs.values():
+        p["r"] = p["interp"].run(p["fn"], feeds)["r"][:, 0]
+        p["time"] = best_time(lambda: p["interp"].run(p["fn"], feeds), args.repeat)
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "data.npz")
         np.savez(path, **data)
         jx = run_jax(path, args)
+    reference = np.asarray(jx["hessian"]["r"], np.float32)
+    scale = max(float(np.abs(reference).max()), 1e-30)
 
+    shape = "a symbolic point count" if args.symbolic else f"{args.points} points"
     print(f"PINN residual -(u_xx + u_yy) - f, tanh MLP 2-{args.hidden}-{args.hidden}-1, "
           f"{args.points} points, float32; pir (tvm runtime, llvm) vs JAX {jx['version']} "
           f"(jax.jit, CPU); {args.threads} thread(s), best of {args.repeat}, wall time")
-    shape = "a symbolic point count" if args.symbolic else f"{args.points} points"
-    print(f"pir: {n_ops} prim ops (constants excluded) -> {n_kernels} kernels, for {shape}, "
-          f"built in {t_build:.1f} s")
-    print(f"\n{'JAX form':<24}{'jaxpr eqns':>11}{'pir ops':>9}{'max rel diff':>14}"
-          f"{'pir ms':>9}{'JAX ms':>9}{'pir/JAX':>9}")
-    for name, label in (("hessian", "vmap(hessian)"), ("grad", "vmap(grad(grad))")):
-        r = jx[name]
-        theirs = np.asarray(r["r"], np.float32)
-        err = float(np.abs(ours[:, 0] - theirs).max() / max(float(np.abs(theirs).max()), 1e-30))
-        print(f"{label:<24}{r['eqns']:>11}{n_ops:>9}{err:>14.1e}{t_pir * 1e3:>9.3f}"
-              f"{r['time'] * 1e3:>9.3f}{t_pir / r['time']:>8.2f}x")
-    top = sorted(split.items(), key=lambda kv: -kv[1])[:6]
-    print("Target: pir/JAX <= 1.0x.\npir time split (one extra run, "
-          f"{total * 1e3:.3f} ms): " + ", ".join(f"{k} {v / total:.0%}" for k, v in top))
+    print(f"\n{'pir autodiff --order 2':<34}{'prim ops':>9}{'kernels':>8}{'build s':>8}"
+          f"{'max rel diff':>14}{'ms':>8}")
+    for mode, label in MODES:
+        p = pirs[mode]
+        err = float(np.abs(p["r"] - reference).max()) / scale
+        print(f"{'--mode ' + mode + ' (' + label + ')':<34}{p['ops']:>9}{p['kernels']:>8}"
+              f"{p['build']:>8.1f}{err:>14.1e}{p['time'] * 1e3:>8.3f}")
+    print(f"(prim ops: the derivative program before fusion, constants excluded, for {shape};"
+          " max rel diff: against JAX's hessian)")
+    print(f"\n{'JAX':<24}{'jaxpr eqns':>11}{'ms':>8}" +
+          "".join(f"{'pir ' + m + '/JAX':>14}" for m, _ in MODES))
+    for form, label in JAX_FORMS:
+        r = jx[form]
+        print(f"{label:<24}{r['eqns']:>11}{r['time'] * 1e3:>8.3f}" +
+              "".join(f"{pirs[m]['time'] / r['time']:>13.2f}x" for m, _ in MODES))
+    print("(jaxpr eqns: nested jaxprs included)")
+    best = min(pirs, key=lambda m: pirs[m]["time"])
+    target = min(jx[f]["time"] for f in ("hessian", "grad"))
+    print(f"\nTarget: pir/JAX <= 1.0x. pir's best (--mode {best}) / JAX's best of hessian and "
+          f"grad(grad): {pirs[best]['time'] / target:.2f}x")
+    for mode, _ in MODES:
+        total, top = time_split(pirs[mode], feeds)
+        print(f"pir --mode {mode} time split (one extra run, {total * 1e3:.3f} ms): " +
+              ", ".join(f"{k} {v / total:.0%}" for k, v in top))
 
 
 if __name__ == "__main__":
