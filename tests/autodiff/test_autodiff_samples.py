@@ -33,42 +33,54 @@ def _sin_sin_model():
     return model
 
 
-def _laplacian_pipeline(tmp_path, onnx_model) -> Path:
+#: The result each mode's second derivative is named by: reverse mode returns the gradient of
+#: its input, forward mode the tangent of the output.
+RESULTS = {"rev": ("grad2_x", "grad2_y"), "fwd": ("tangent2_u", "tangent2_u")}
+
+
+def _laplacian_pipeline(tmp_path, onnx_model, mode: str = "rev") -> Path:
     """The sample's steps 2-3: import, then ∂²/∂x² and ∂²/∂y² as @u_xx and @u_yy."""
     (tmp_path / "u.onnx").write_bytes(onnx_model.SerializeToString())
     for args in (("import", tmp_path / "u.onnx", "-o", tmp_path / "u.pir"),
                  ("autodiff", tmp_path / "u.pir", "--wrt", "x", "--order", "2", "--seed", "ones",
-                  "--name", "u_xx", "-o", tmp_path / "u_xx.pir"),
+                  "--mode", mode, "--name", "u_xx", "-o", tmp_path / "u_xx.pir"),
                  ("autodiff", tmp_path / "u_xx.pir", "--wrt", "y", "--order", "2", "--seed",
-                  "ones", "--name", "u_yy", "-o", tmp_path / "lap.pir")):
+                  "ones", "--mode", mode, "--name", "u_yy", "-o", tmp_path / "lap.pir")):
         status, _, err = cli(*args)
         assert status == 0, err
     return tmp_path / "lap.pir"
 
 
-def test_laplacian_of_sin_sin_is_analytic(tmp_path):
-    lap = link([_parse(str(_laplacian_pipeline(tmp_path, _sin_sin_model())))], ["lap.pir"])
+def _laplacian(lap, feeds: dict, mode: str) -> np.ndarray:
+    rx, ry = RESULTS[mode]
+    return run_function(lap, feeds, func="u_xx")[rx] + run_function(lap, feeds, func="u_yy")[ry]
+
+
+@pytest.mark.parametrize("mode", sorted(RESULTS))
+def test_laplacian_of_sin_sin_is_analytic(tmp_path, mode):
+    lap = link([_parse(str(_laplacian_pipeline(tmp_path, _sin_sin_model(), mode)))],
+               ["lap.pir"])
     rng = np.random.default_rng(0)
     x, y = rng.uniform(-3, 3, (50, 1)), rng.uniform(-3, 3, (50, 1))
-    got = run_function(lap, {"x": x, "y": y}, func="u_xx")["grad2_x"] + \
-        run_function(lap, {"x": x, "y": y}, func="u_yy")["grad2_y"]
+    got = _laplacian(lap, {"x": x, "y": y}, mode)
     want = -2 * np.sin(x) * np.sin(y)
     assert np.max(np.abs(got - want)) <= 1e-5 * max(1.0, np.max(np.abs(want)))
     assert np.max(np.abs(got - want)) < 1e-12  # exact up to roundoff, in fact
 
 
-def test_pinn_laplacian_of_the_network_matches_differences(tmp_path):
-    """The sample's own network: u_xx + u_yy against central second differences of u."""
+@pytest.mark.parametrize("mode", sorted(RESULTS))
+def test_pinn_laplacian_of_the_network_matches_differences(tmp_path, mode):
+    """The sample's own network: u_xx + u_yy against central second differences of u (and
+    forward over forward, as bench/autodiff.py times it, against reverse over reverse)."""
     spec = importlib.util.spec_from_file_location("pinn_make_model",
                                                   SAMPLES / "pinn" / "make_model.py")
     pinn = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pinn)
-    lap = link([_parse(str(_laplacian_pipeline(tmp_path, pinn.build(8))))], ["lap.pir"])
+    lap = link([_parse(str(_laplacian_pipeline(tmp_path, pinn.build(8), mode)))], ["lap.pir"])
     data = pinn.data(points=20, hidden=8)
     ws = {k: data[k] for k in ("w1", "b1", "w2", "b2", "w3", "b3")}
     x, y = data["x"], data["y"]
-    got = run_function(lap, {"x": x, "y": y, **ws}, func="u_xx")["grad2_x"] + \
-        run_function(lap, {"x": x, "y": y, **ws}, func="u_yy")["grad2_y"]
+    got = _laplacian(lap, {"x": x, "y": y, **ws}, mode)
 
     def u(dx, dy):
         return run_function(lap, {"x": x + dx, "y": y + dy, **ws})["u"]
