@@ -12,7 +12,8 @@ work once per function and binding of its symbolic dims (the sizes the inputs fi
   constants are made once too.  Slots that a function output may view are not reused across
   runs (the caller keeps the arrays it got): they come from an :class:`OutputPool`, which
   lends a buffer again once the caller has dropped every array of it.
-* **Steps.**  A kernel is one call of its compiled function on prepared tensors; a matmul
+* **Steps.**  A kernel is one call of its compiled function on prepared tensors (a function
+  input's tensor is made once a run, whichever kernels read it); a matmul
   (``prim.dot_general`` in matmul form, float32) is ``np.matmul`` into its slot; every other
   op runs on the reference rules, checked as in the reference runtime.
 
@@ -109,6 +110,10 @@ class Plan:
         self.steps: list[tuple[Operation, Callable[[], None]]] = []
         self.outputs = OutputPool()  # buffers of the arrays a run returns
         self.staging: dict[int, np.ndarray] = {}  # aligned copies of misaligned inputs
+        self._staged_tensors: dict[int, tvm.runtime.Tensor] = {}  # and their TVM tensors
+        # the TVM tensor of each input a kernel reads, made once a run (not once a use)
+        self.arg_tensors: dict[Value, tvm.runtime.Tensor] = {}
+        self._kernel_args: set[Value] = set()
         self._assign_slots()
         self._make_steps()
 
@@ -225,7 +230,11 @@ class Plan:
         fn, params = k.fn, [*k.params, *(self.symbols[d] for d in k.free)]
         values = self.interp.values
         ins = [self._tensor(v) for v in op.operands]
-        dynamic = [i for i, t in enumerate(ins) if t is None]
+        inputs = set(self.block.args)
+        dynamic = [i for i, t in enumerate(ins) if t is None and op.operands[i] not in inputs]
+        given = [i for i, t in enumerate(ins) if t is None and op.operands[i] in inputs]
+        self._kernel_args.update(op.operands[i] for i in given)
+        arg_tensors = self.arg_tensors
         operands = list(op.operands)
         outs = list(op.results)
         fresh = [self.slots[self.slot_of[r]].fresh for r in outs]
@@ -234,6 +243,8 @@ class Plan:
 
         def step() -> None:
             args = list(ins)
+            for i in given:
+                args[i] = arg_tensors[operands[i]]
             for i in dynamic:
                 args[i] = as_tvm(values[operands[i]], device)[0]
             result_tensors = list(out_tensors)
@@ -281,7 +292,9 @@ class Plan:
     def run(self, args: list[np.ndarray]) -> list[np.ndarray]:
         values = self.interp.values
         for i, (a, arr) in enumerate(zip(self.block.args, args)):
-            values[a] = self._aligned(i, arr)
+            values[a] = arr = self._aligned(i, arr)
+            if a in self._kernel_args:
+                self.arg_tensors[a] = self._input_tensor(i, arr)
         values.update(self.constants)
         # the dims the planned kernels compute, for the reference rules that need them
         self.interp.symbols.update(self.symbols)
@@ -305,8 +318,23 @@ class Plan:
         term = self.block.ops[-1]
         given = dict(zip(self.block.args, args))
         # an input returned as it is: the caller's array; a view of a staging copy (a
-        # reshaped input): a copy, since the next run overwrites the staging buffer
-        return [given[v] if v in given else self._own(values[v]) for v in term.operands]
+        # reshaped input): a copy, since the next run overwrites the staging buffer (a
+        # kernel's result, written into a slot, views no input)
+        return [given[v] if v in given else values[v] if v in self.slot_of
+                else self._own(values[v]) for v in term.operands]
+
+    def _input_tensor(self, i: int, arr: np.ndarray) -> tvm.runtime.Tensor:
+        """The TVM tensor of input ``i`` (``arr``, as :meth:`_aligned` gave it): the staging
+        copy's, made with the copy; else one sharing ``arr`` (DLPack) where TVM can."""
+        staged = self._staged_tensors.get(i)
+        if staged is not None and arr is self.staging.get(i):
+            return staged
+        if arr.size and arr.flags.writeable and arr.flags.c_contiguous:
+            try:
+                return tvm.runtime.from_dlpack(arr)
+            except (BufferError, RuntimeError, TypeError, ValueError):
+                pass  # misaligned, or a dtype numpy can not export
+        return as_tvm(arr, tvm.cpu())[0]
 
     def _own(self, arr):
         if any(np.may_share_memory(arr, s) for s in self.staging.values()):
@@ -324,5 +352,8 @@ class Plan:
         copy = self.staging.get(i)
         if copy is None or copy.shape != arr.shape or copy.dtype != arr.dtype:
             copy = self.staging[i] = aligned_empty(arr.shape, arr.dtype)
+            self._staged_tensors.pop(i, None)
+            if _shareable(DType.from_numpy(arr.dtype), arr.shape):
+                self._staged_tensors[i] = tvm.runtime.from_dlpack(copy)
         np.copyto(copy, arr)
         return copy
