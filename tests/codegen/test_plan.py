@@ -323,3 +323,37 @@ module @m {
         np.testing.assert_allclose(got["e"], np.exp(x), rtol=1e-6)
         np.testing.assert_array_equal(got["t"], x * w)
     assert len(interp._plans) == 1
+
+
+def test_a_dim_an_earlier_kernel_derives_sizes_a_later_kernel():
+    # the importer names a dim ONNX could not relate to others (a flatten's batch * 3)
+    # unk__N; a later group that sums ones over it (a gather's bounds, decomposed) reads no
+    # input that shows it.  The flatten's kernel derives it, so the later kernel takes it
+    # as a parameter: both are kernels, both planned
+    text = """
+module @m {
+  func.func @main(%x: tensor<Bx3xf32>) -> (tensor<unk__1x1xf32>, tensor<Bx3xf32>) {
+    %f = prim.reshape(%x) : (tensor<Bx3xf32>) -> tensor<unk__1x1xf32>
+    %one = builtin.constant() {value = dense<1.0> : tensor<f32>} : () -> tensor<f32>
+    %b = prim.broadcast_in_dim(%one) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<unk__1xf32>
+    %n = prim.reduce_sum(%b) {axes = [0], keepdims = false} : (tensor<unk__1xf32>) -> tensor<f32>
+    %nb = prim.broadcast_in_dim(%n) {broadcast_dimensions = []} : (tensor<f32>) -> tensor<Bx3xf32>
+    %y = prim.add(%x, %nb) : (tensor<Bx3xf32>, tensor<Bx3xf32>) -> tensor<Bx3xf32>
+    func.return(%f, %y) : (tensor<unk__1x1xf32>, tensor<Bx3xf32>) -> ()
+  }
+}
+"""
+    module = parse_module(text)
+    PassManager(parse_pipeline("fuse")).run(module)
+    report = codegen_module(module, "llvm")
+    assert not report.kept and report.kernels == 2
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    for b in (4, 7):
+        x = np.random.default_rng(b).standard_normal((b, 3)).astype(np.float32)
+        got = interp.run(fn, {"x": x})
+        np.testing.assert_array_equal(got["f"], x.reshape(-1, 1))
+        np.testing.assert_allclose(got["y"], x + 3 * b, rtol=1e-6)
+    for plan in interp._plans.values():
+        assert [type(op) for op, _ in plan.steps] == [TvmKernelOp, TvmKernelOp]
+        assert all(s.__qualname__.startswith("Plan._kernel_step") for _, s in plan.steps)

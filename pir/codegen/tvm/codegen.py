@@ -163,13 +163,14 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
                            + form_depthwise_groups(func.entry))
     used: set[str] = {op.symbol for op in module.walk() if isinstance(op, TvmKernelOp)}
     made: dict[str, tuple[str, str]] = {}  # group key -> (symbol, source)
-    failed: dict[str, str] = {}  # group key -> reason
+    failed: dict[tuple, str] = {}  # (group key, dims it may take) -> reason
+    known = _known_dims(module)
     for group in [op for op in module.walk() if isinstance(op, GroupOp)]:
         first = group.results[0].name if group.results else None
         key = group_key(group.body.block)
-        bound = _input_dims(group)
-        if key in failed:
-            report.kept.append((first or "?", failed[key]))
+        bound = known.get(group) or _input_dims(group)
+        if (key, bound) in failed:
+            report.kept.append((first or "?", failed[key, bound]))
             continue
         if key not in made:
             symbol, k = mangle(first), 1
@@ -179,7 +180,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
                 source = _lower(group.body.block, symbol, group.kind, key, bound)
             except Exception as e:  # noqa: BLE001 - any lowering failure keeps the group
                 reason = one_line(e)
-                failed[key] = reason
+                failed[key, bound] = reason
                 report.kept.append((first or "?", reason))
                 continue
             used.add(symbol)
@@ -189,6 +190,27 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
         _replace(group, symbol, source, target, first)
         report.kernels += 1
     return report
+
+
+def _known_dims(module: ModuleOp) -> dict[GroupOp, frozenset[str]]:
+    """For each group at the top level of a function: the symbolic dims a run knows when it
+    reaches the group, which the kernel may take as parameters.  Those of the function's
+    inputs, and of every result before the group: a kernel derives its results' new dims
+    from its inputs' (a flatten's ``batch * seq``), and the interpreter binds any other
+    op's when it checks the result.  (The importer names a dim ONNX's shape inference
+    could not relate, such as a flatten's, ``unk__N``; a group that then decomposes a
+    gather's bounds sums ones over that dim, and reads no input that shows it.)"""
+    from pir.codegen.tvm.dims import symbols_of
+
+    out: dict[GroupOp, frozenset[str]] = {}
+    for fn in module.funcs:
+        known = {d for a in fn.entry.args for d in symbols_of(a.type)}
+        for op in fn.entry.ops:
+            if isinstance(op, GroupOp):
+                out[op] = frozenset(known)
+            for r in op.results:
+                known |= symbols_of(r.type)
+    return out
 
 
 def _input_dims(op) -> frozenset[str]:
