@@ -124,8 +124,8 @@ def main() -> None:
             interp.profile = None
             kinds = {op.symbol: op.kind for op in module.walk() if isinstance(op, TvmKernelOp)}
             split = defaultdict(float)
-            for (what, name), (_, dt) in prof.items():
-                split[f"kernel.tvm[{kinds[name]}]" if what == "kernel" else name] += dt
+            for (what, key), (_, dt) in prof.items():  # (not `name`: the model's, below)
+                split[f"kernel.tvm[{kinds[key]}]" if what == "kernel" else key] += dt
             n_kernels = sum(isinstance(op, TvmKernelOp) for op in fn.entry.ops)
             rows.append((label, len(fn.entry.ops), n_kernels, len(report.kept), t1 - t0, t2 - t1,
                          err, t_pir, t_ort))

@@ -357,3 +357,48 @@ module @m {
     for plan in interp._plans.values():
         assert [type(op) for op, _ in plan.steps] == [TvmKernelOp, TvmKernelOp]
         assert all(s.__qualname__.startswith("Plan._kernel_step") for _, s in plan.steps)
+
+
+def test_a_dim_only_a_run_shows_is_learned_and_checked_on_every_run():
+    # a slice whose length is an input's value: ONNX names its dim unk__N and nothing
+    # before the run fixes it.  The first run is interpreted and binds it; the next runs
+    # follow a plan with that size, and a run whose slice is longer (same input shapes)
+    # is caught where the slice is made and interpreted instead
+    text = """
+module @m {
+  func.func @main(%x: tensor<8x4xf32>, %n: tensor<1xi64>) -> (tensor<unk__1x4xf32>) {
+    %zero = builtin.constant() {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+    %axes = builtin.constant() {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
+    %s = nn.slice(%x, %zero, %n, %axes) {operand_segments = [1, 1, 1, 1, 0]} : (tensor<8x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<unk__1x4xf32>
+    %e = prim.exp(%s) : (tensor<unk__1x4xf32>) -> tensor<unk__1x4xf32>
+    %y = prim.mul(%e, %e) : (tensor<unk__1x4xf32>, tensor<unk__1x4xf32>) -> tensor<unk__1x4xf32>
+    func.return(%y) : (tensor<unk__1x4xf32>) -> ()
+  }
+}
+"""
+    module = parse_module(text)
+    PassManager(parse_pipeline("decompose,canonicalize,fold,cse,dce,shapes,fuse")).run(module)
+    assert not codegen_module(module, "llvm").kept
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    x = np.random.default_rng(5).standard_normal((8, 4)).astype(np.float32)
+
+    def run(n):
+        got = interp.run(fn, {"x": x, "n": np.array([n], np.int64)})["y"]
+        np.testing.assert_allclose(got, np.exp(x[:n]) ** 2, rtol=1e-6)
+
+    run(3)
+    (plan,) = interp._plans.values()
+    assert plan.assumed and plan.symbols["unk__1"] == 3
+    kernel_steps = [s for op, s in plan.steps if isinstance(op, TvmKernelOp)]
+    assert kernel_steps and all(s.__qualname__.startswith("Plan._kernel_step")
+                                for s in kernel_steps)
+    run(3)
+    assert list(interp._plans.values()) == [plan]
+    run(5)  # unk__1 is 5 now: interpreted, and the plan dropped
+    assert not interp._plans
+    run(5)  # learned again
+    (plan,) = interp._plans.values()
+    assert plan.symbols["unk__1"] == 5
+    run(5)
+    run(2)

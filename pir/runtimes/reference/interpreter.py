@@ -20,7 +20,7 @@ from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType
 from pir.runtimes.reference.registry import EVAL, REGION_EVAL, SYMBOLS, load_all
 
-__all__ = ["Interpreter", "run_function", "fold_op", "evaluate_op"]
+__all__ = ["Interpreter", "DimConflict", "run_function", "fold_op", "evaluate_op"]
 
 
 def _as_array(x: Any, t: TensorType | None) -> np.ndarray:
@@ -31,6 +31,10 @@ def _as_array(x: Any, t: TensorType | None) -> np.ndarray:
         raise PirError(f"the evaluation rule returned {DType.from_numpy(arr.dtype).value} for a "
                        f"{t.dtype.value} result (a bug in pir)")
     return arr
+
+
+class DimConflict(PirError):
+    """A value's dim differs from the size the run already bound to that dim's name."""
 
 
 def _where(op: Operation) -> str:
@@ -133,8 +137,8 @@ class Interpreter:
             if isinstance(d, str):
                 bound = self.symbols.setdefault(d, s)
                 if bound != s:
-                    raise PirError(f"{what} has shape {list(arr.shape)}: dim {i} is {d}, "
-                                   f"which is already {bound}")
+                    raise DimConflict(f"{what} has shape {list(arr.shape)}: dim {i} is {d}, "
+                                      f"which is already {bound}")
 
     def run(self, fn: FuncOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run ``fn`` on inputs given by argument name; return outputs by output name."""

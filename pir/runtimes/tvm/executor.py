@@ -25,7 +25,7 @@ from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
-from pir.runtimes.reference.interpreter import Interpreter
+from pir.runtimes.reference.interpreter import DimConflict, Interpreter
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
 from pir.runtimes.tvm.plan import Plan
@@ -189,15 +189,35 @@ class TvmInterpreter(Interpreter):
         if self.program is None or self.program.module is None or self.depth > 0 \
                 or not self.planned:
             return super().call(fn, arrays)
-        key = (fn, tuple(sorted(self.symbols.items())))
+        given = dict(self.symbols)  # the dims the inputs bound
+        key = (fn, tuple(sorted(given.items())))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = Plan(self, fn.entry, self.symbols)
+            plan = Plan(self, fn.entry, given)
+            if plan.unsized:
+                # a kernel's size depends on a dim only a run shows (a slice whose length
+                # is computed, which ONNX's shape inference calls unk__N): interpret this
+                # run, which binds every dim, and plan the next ones with those sizes
+                outs = super().call(fn, arrays)
+                self._plans[key] = Plan(self, fn.entry, self.symbols, assumed=True)
+                return outs
+            self._plans[key] = plan
         self.depth += 1
         try:
             return plan.run(arrays)
+        except DimConflict:
+            if not plan.assumed:
+                raise
         finally:
             self.depth -= 1
+        # a dim differs from the run the plan learned it from (caught where the value that
+        # shows it is made, before anything reads it): interpret this run from its inputs,
+        # and let the next one learn afresh
+        del self._plans[key]
+        self.symbols.clear()
+        self.symbols.update(given)
+        self.values.clear()
+        return super().call(fn, arrays)
 
     def exec(self, op) -> None:
         if not isinstance(op, TvmKernelOp) or self.program is None or self.program.module is None:

@@ -97,8 +97,12 @@ class _Slot:
 class Plan:
     """Steps and buffers for one function entry block under one binding of its dims."""
 
-    def __init__(self, interp, block: Block, symbols: dict[str, int]):
+    def __init__(self, interp, block: Block, symbols: dict[str, int], assumed: bool = False):
         self.interp = interp
+        # symbols holds dims a run showed, not only the inputs' (see executor.call): a run
+        # whose values show other sizes raises DimConflict where the first of them is made
+        self.assumed = assumed
+        self.unsized = False  # a kernel or matmul waits for a dim the binding lacks
         self.program = interp.program
         self.block = block
         self.symbols = dict(symbols)
@@ -210,7 +214,17 @@ class Plan:
             elif matmul_form(op) is not None and op.results[0] in self.slot_of:
                 self.steps.append((op, self._matmul_step(op)))
             else:
+                if self._planned(op) and not self._sized(op):
+                    self.unsized = True
                 self.steps.append((op, self._reference_step(op)))
+
+    def _sized(self, op: Operation) -> bool:
+        """Whether the binding fixes the size of every result of ``op`` and of every dim
+        its kernel takes as a parameter."""
+        if isinstance(op, TvmKernelOp) and \
+                not all(d in self.symbols for d in self.program.kernel(op).free):
+            return False
+        return all(bound_shape(r.type, self.symbols) is not None for r in op.results)
 
     def _tensor(self, v: Value) -> tvm.runtime.Tensor | None:
         """The TVM tensor of a planned or constant value, made once; None for others."""
