@@ -66,10 +66,27 @@ def _dilate(x: np.ndarray, factors) -> np.ndarray:
 
 def _pad(x: np.ndarray, low, high) -> np.ndarray:
     """Pad the spatial dims with zeros; negative amounts crop."""
+    if not any(low) and not any(high):
+        return x
     x = np.pad(x, [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)])
     crop = [slice(None), slice(None)] + [slice(max(-lo, 0), n - max(-hi, 0))
                                          for lo, hi, n in zip(low, high, x.shape[2:])]
     return x[tuple(crop)]
+
+
+def _conv_as_matmul(win: np.ndarray, kernel: np.ndarray, n_sp: int) -> np.ndarray:
+    """An ungrouped convolution as one matrix product (im2col): the windows ``[N, C,
+    out..., taps...]`` as rows ``[N, out..., C * taps]`` times the kernel as ``[C * taps,
+    O]``.  einsum over the strided windows planned its contraction on every call, which
+    cost more than the product for the small convolutions of a test model."""
+    n, c = win.shape[:2]
+    out_sp = win.shape[2:2 + n_sp]
+    o = kernel.shape[0]
+    positions = int(np.prod(out_sp, dtype=np.int64))
+    order = (0,) + tuple(range(2, 2 + n_sp)) + (1,) + tuple(range(2 + n_sp, 2 + 2 * n_sp))
+    rows = win.transpose(order).reshape(n, positions, -1)  # a copy unless already rows
+    res = np.matmul(rows, kernel.reshape(o, -1).T)  # [N, positions, O]
+    return res.transpose(0, 2, 1).reshape((n, o) + tuple(out_sp))
 
 
 @evaluates("prim.conv")
@@ -77,6 +94,15 @@ def conv(op, x, kernel):
     n_sp = x.ndim - 2
     w = op.window(n_sp)
     work = compute_dtype(x.dtype)
+    if op.feature_group_count == 1 and all(k == 1 for k in kernel.shape[2:]) \
+            and all(s == 1 for s in w["window_strides"]) and x.size and kernel.size \
+            and not any(w["padding_low"]) and not any(w["padding_high"]) \
+            and all(d == 1 for d in w["lhs_dilation"]):
+        # a pointwise (1x1) convolution is one product per image: [O, C] x [C, positions]
+        n, c = x.shape[:2]
+        res = np.matmul(kernel.astype(work, copy=False).reshape(kernel.shape[0], c),
+                        x.astype(work, copy=False).reshape(n, c, -1))
+        return res.reshape((n, kernel.shape[0]) + x.shape[2:]).astype(x.dtype, copy=False)
     xp = _pad(_dilate(x.astype(work), w["lhs_dilation"]), w["padding_low"], w["padding_high"])
     span = [(k - 1) * d + 1 for k, d in zip(kernel.shape[2:], w["rhs_dilation"])]
     # windows: [N, C, out..., span...], then strided positions and dilated taps.
@@ -87,6 +113,8 @@ def conv(op, x, kernel):
     g = op.feature_group_count
     n, c = x.shape[:2]
     o = kernel.shape[0]
+    if g == 1 and win.size and kernel.size:
+        return _conv_as_matmul(win, kernel.astype(work), n_sp).astype(x.dtype, copy=False)
     win = win.reshape((n, g, c // g) + win.shape[2:])
     ker = kernel.astype(work).reshape((g, o // g) + kernel.shape[1:])
     sp, taps = "abcdefgh"[:n_sp], "pqrstuvw"[:n_sp]
