@@ -6,7 +6,6 @@ from __future__ import annotations
 import string
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from pir.runtimes.reference.registry import evaluates
 from pir.runtimes.reference.rules.prim_common import compute_dtype
@@ -68,10 +67,23 @@ def _pad(x: np.ndarray, low, high) -> np.ndarray:
     """Pad the spatial dims with zeros; negative amounts crop."""
     if not any(low) and not any(high):
         return x
-    x = np.pad(x, [(0, 0), (0, 0)] + [(max(lo, 0), max(hi, 0)) for lo, hi in zip(low, high)])
     crop = [slice(None), slice(None)] + [slice(max(-lo, 0), n - max(-hi, 0))
                                          for lo, hi, n in zip(low, high, x.shape[2:])]
-    return x[tuple(crop)]
+    x = x[tuple(crop)]
+    # zeros and one assignment: np.pad took 20 us on a [2, 16, 32] input
+    out = np.zeros(x.shape[:2] + tuple(n + max(lo, 0) + max(hi, 0)
+                                       for lo, hi, n in zip(low, high, x.shape[2:])), x.dtype)
+    out[(slice(None), slice(None)) + tuple(slice(max(lo, 0), max(lo, 0) + n)
+                                           for lo, n in zip(low, x.shape[2:]))] = x
+    return out
+
+
+def _windows(x: np.ndarray, span) -> np.ndarray:
+    """The view ``[N, C, out..., span...]`` of every window of ``span`` over the spatial
+    dims (numpy's sliding_window_view, without its 10 us of argument checks)."""
+    out = tuple(max(n - k + 1, 0) for n, k in zip(x.shape[2:], span))
+    return np.lib.stride_tricks.as_strided(
+        x, x.shape[:2] + out + tuple(span), x.strides + x.strides[2:], writeable=False)
 
 
 def _conv_as_matmul(win: np.ndarray, kernel: np.ndarray, n_sp: int) -> np.ndarray:
@@ -106,7 +118,7 @@ def conv(op, x, kernel):
     xp = _pad(_dilate(x.astype(work), w["lhs_dilation"]), w["padding_low"], w["padding_high"])
     span = [(k - 1) * d + 1 for k, d in zip(kernel.shape[2:], w["rhs_dilation"])]
     # windows: [N, C, out..., span...], then strided positions and dilated taps.
-    win = sliding_window_view(xp, span, axis=tuple(range(2, 2 + n_sp)))
+    win = _windows(xp, span)
     win = win[(slice(None), slice(None))
               + tuple(slice(None, None, s) for s in w["window_strides"])
               + tuple(slice(None, None, d) for d in w["rhs_dilation"])]
