@@ -43,7 +43,9 @@ INEXACT = {("canonicalize_broadcast.pir", "dot_of_broadcast_lhs"),
            ("canonicalize_broadcast.pir", "dot_of_scaled"),  # x * (v * w), not (x * v) * w
            ("canonicalize_broadcast.pir", "dot_of_scaled_used_twice"),
            ("canonicalize_linear.pir", "add_of_products_rhs"),  # (a + b) . w
-           ("canonicalize_linear.pir", "add_of_products_lhs")}
+           ("canonicalize_linear.pir", "add_of_products_lhs"),
+           ("canonicalize_factor.pir", "scale_out_of_product"),  # v * (s * z)
+           ("canonicalize_factor.pir", "factor_across_two_sums")}  # k * (x + y)
 
 
 def corpus() -> list[tuple[str, object]]:
