@@ -185,6 +185,22 @@ def test_a_wide_1x1_conv_puts_positions_in_the_vectors_and_adds_its_residual_in_
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_column_panels_run_in_chunks_that_stay_in_l2():
+    # 1024 positions in 32 panels of 32, K = 64: a panel's slice of the input is 8 KB, so
+    # row tiles (channels) pass over 8 panels (64 KB) before the next chunk, and 4 chunks
+    # are left to run in parallel; each output row is written 8 panels wide at a time
+    from pir.codegen.tvm.gemm import CHUNK_BYTES
+    assert 8 * 64 * 32 * 4 <= CHUNK_BYTES
+    module, before, report = _compile(_conv_model(64, 32, 1, 1, 0, 32, relu=True))
+    (kernel,) = _kernels(module, "conv")
+    assert "for p_0_0 in T.parallel(4):" in kernel.source
+    assert "T.grid(N, 4, 8)" in kernel.source  # batch, channel tiles, the chunk's panels
+    x = np.random.default_rng(6).standard_normal((2, 64, 32, 32)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("c,mult,k,stride,pad,hw,relu", [
     (16, 1, 3, 1, 1, 16, True),    # MobileNet's 3x3 "same": a row of 16, one vector
     (8, 2, 3, 2, 1, 9, True),      # channel multiplier 2, stride 2, an odd row of 5

@@ -322,20 +322,31 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
         # longer loops, but with two symbolic dims (batch x seq) TVM could not bound the
         # accumulator either.
         mo, mi = sch.split(rows, [None, mi_rows])
-        sch.reorder(panels, *outer, mo, *ks, mi, cols)
+        chunk = _panel_chunk(sch, panels, ks, cols)
+        if chunk > 1:
+            # Panels in chunks that stay in L2 while every row tile passes over them: the
+            # output rows are then written (and a residual read) a chunk's width at a time,
+            # not one panel's 128 bytes in each of all the rows, which the hardware streams
+            # far better from memory (ResNet's 56x56 1x1 convolutions, cold caches: 1.0 ->
+            # 0.5 ms; warm, the same)
+            po, tile = sch.split(panels, [None, chunk])
+            sch.reorder(po, *outer, mo, tile, *ks, mi, cols)
+        else:
+            po, tile = panels, mo
+            sch.reorder(panels, *outer, mo, *ks, mi, cols)
         # vectorize and parallel before decompose_reduction: TVM checks that the loops hold a
         # complete or reduction block, which the decomposed update block no longer is
         sch.vectorize(cols)
         sch.unroll(mi)
-        sch.parallel(panels)
+        sch.parallel(po)
         acc = sch.cache_write(dot, 0, "local")
-        sch.reverse_compute_at(acc, mo)
+        sch.reverse_compute_at(acc, tile)
         init = sch.decompose_reduction(dot, ks[0])
         sch.vectorize(sch.get_loops(init)[-1])
         for b in pads:
             # per tile, into a tile-sized buffer of the thread's own (the panels run in
             # parallel: a shared padded copy would be written by every thread)
-            sch.compute_at(b, mo)
+            sch.compute_at(b, tile)
             sch.set_scope(b, 0, "local")
     except ScheduleError:
         return None
@@ -354,7 +365,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
             pass
     for b in written:
         try:
-            sch.reverse_compute_at(b, mo)
+            sch.reverse_compute_at(b, tile)
             vector_blocks.append(b)
         except ScheduleError:
             pass
@@ -364,6 +375,27 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
         except ScheduleError:
             pass
     return sch
+
+
+#: The most bytes of the column operand a chunk of panels may hold (L2 is 1-2 MB a core).
+CHUNK_BYTES = 256 << 10
+
+
+def _panel_chunk(sch: Schedule, panels, ks, cols) -> int:
+    """How many column panels a row tile passes over before the next row tile: the largest
+    divisor of the panel count whose slice of the column operand (reduce extent x panel
+    width x 4 bytes each) fits CHUNK_BYTES, leaving at least 4 chunks to run in parallel;
+    1 when none does (or an extent is symbolic)."""
+    extents = [sch.get(loop).extent for loop in (panels, *ks, cols)]
+    if not all(isinstance(e, tirx.IntImm) for e in extents):
+        return 1
+    n, *k, width = (int(e.value) for e in extents)
+    panel_bytes = 4 * width * int(np.prod(k, dtype=np.int64))
+    best = 1
+    for c in range(2, n // 4 + 1):
+        if n % c == 0 and c * panel_bytes <= CHUNK_BYTES:
+            best = c
+    return best
 
 
 def _pure_load(sch: Schedule, block) -> bool:
