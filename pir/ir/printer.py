@@ -18,6 +18,7 @@ from pir.ir.attributes import DenseAttr, ResourceRef, SymbolRef
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
+from pir.ir.opdef import Terminator
 from pir.ir.resources import write_resources
 from pir.ir.types import DType, Type
 
@@ -183,6 +184,13 @@ class Printer:
         self.namer = _Namer()
         w = self.out.write
         args = ", ".join(f"{self.namer.name(a)}: {self.t(a.type)}" for a in fn.entry.args)
+        # the outputs keep their names: a value a rewrite named alike (an `x.1` next to an
+        # exported `x.1`) takes the suffix, not the output
+        ret = fn.entry.ops[-1] if fn.entry.ops else None
+        if ret is not None and Terminator in ret.traits:
+            for v in ret.operands:
+                if v.name is not None:
+                    self.namer.name(v)
         outs = self.types(list(fn.function_type.outputs))
         w(f"{_INDENT}func.func @{format_name(fn.sym_name)}({args}) -> ({outs})")
         extra = {k: v for k, v in fn.attributes.items() if k not in ("sym_name", "function_type")}

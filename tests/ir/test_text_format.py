@@ -47,6 +47,28 @@ def test_names_are_kept_and_quoted_when_needed():
     assert "%0 = nn.relu(%/layer/Add_output_0)" in text  # no hint: numbered
 
 
+def test_an_output_keeps_its_name_when_an_earlier_value_has_the_same_hint():
+    # a rewrite names its new values after the op it replaces (`x.1`), which an exporter may
+    # already have used for an output: the output keeps the name, the other value is renamed
+    text = """module {
+  func.func @main(%a: tensor<4xf32>) -> (tensor<4xf32>) {
+    %x.1 = nn.relu(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    %x.1_b = nn.relu(%x.1) : (tensor<4xf32>) -> tensor<4xf32>
+    func.return(%x.1_b) : (tensor<4xf32>) -> ()
+  }
+}
+"""
+    m = parse_module(text)
+    fn = m.funcs[0]
+    first, second = fn.entry.ops[0].results[0], fn.entry.ops[1].results[0]
+    second.name = "x.1"  # as a pass would leave it: two values hinted alike
+    printed = print_module(m)
+    assert "%x.1_1 = nn.relu(%a)" in printed
+    assert "%x.1 = nn.relu(%x.1_1)" in printed and "func.return(%x.1)" in printed
+    assert [v.name for v in parse_module(printed).funcs[0].return_op.operands] == ["x.1"]
+    assert first.name == "x.1"  # printing renames nothing in the module itself
+
+
 def test_resource_section_holds_weights_losslessly():
     m = small_module()
     text = print_module(m)
