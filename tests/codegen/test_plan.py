@@ -21,6 +21,7 @@ from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.aligned import aligned  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
+from pir.runtimes.reference.interpreter import DimConflict  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter, stats  # noqa: E402
 from pir.runtimes.tvm.plan import Plan  # noqa: E402
 
@@ -359,37 +360,57 @@ module @m {
         assert all(s.__qualname__.startswith("Plan._kernel_step") for _, s in plan.steps)
 
 
-def test_a_dim_only_a_run_shows_is_learned_and_checked_on_every_run():
-    # a slice whose length is an input's value: ONNX names its dim unk__N and nothing
-    # before the run fixes it.  The first run is interpreted and binds it; the next runs
-    # follow a plan with that size, and a run whose slice is longer (same input shapes)
-    # is caught where the slice is made and interpreted instead
-    text = """
-module @m {
-  func.func @main(%x: tensor<8x4xf32>, %n: tensor<1xi64>) -> (tensor<unk__1x4xf32>) {
-    %zero = builtin.constant() {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
-    %axes = builtin.constant() {value = dense<[0]> : tensor<1xi64>} : () -> tensor<1xi64>
-    %s = nn.slice(%x, %zero, %n, %axes) {operand_segments = [1, 1, 1, 1, 0]} : (tensor<8x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> tensor<unk__1x4xf32>
+_SLICE = ("%s = nn.slice(%x, %zero, %n, %axes) {operand_segments = [1, 1, 1, 1, 0]} : "
+          "(tensor<8x4xf32>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) -> "
+          "tensor<unk__1x4xf32>")
+_IN_BRANCHES = """%s = nn.if(%c) ({
+      SLICE1
+      nn.yield(%s1) : (tensor<unk__1x4xf32>) -> ()
+    }, {
+      SLICE2
+      nn.yield(%s2) : (tensor<unk__1x4xf32>) -> ()
+    }) : (tensor<i1>) -> tensor<unk__1x4xf32>""".replace(
+    "SLICE1", _SLICE.replace("%s =", "%s1 =")).replace("SLICE2", _SLICE.replace("%s =", "%s2 ="))
+
+
+def _sliced_program(make_slice: str):
+    text = f"""
+module @m {{
+  func.func @main(%x: tensor<8x4xf32>, %n: tensor<1xi64>, %c: tensor<i1>) -> (tensor<unk__1x4xf32>) {{
+    %zero = builtin.constant() {{value = dense<[0]> : tensor<1xi64>}} : () -> tensor<1xi64>
+    %axes = builtin.constant() {{value = dense<[0]> : tensor<1xi64>}} : () -> tensor<1xi64>
+    {make_slice}
     %e = prim.exp(%s) : (tensor<unk__1x4xf32>) -> tensor<unk__1x4xf32>
     %y = prim.mul(%e, %e) : (tensor<unk__1x4xf32>, tensor<unk__1x4xf32>) -> tensor<unk__1x4xf32>
     func.return(%y) : (tensor<unk__1x4xf32>) -> ()
-  }
-}
+  }}
+}}
 """
     module = parse_module(text)
     PassManager(parse_pipeline("decompose,canonicalize,fold,cse,dce,shapes,fuse")).run(module)
     assert not codegen_module(module, "llvm").kept
+    return module
+
+
+@pytest.mark.parametrize("make_slice", [_SLICE, _IN_BRANCHES], ids=["slice", "in-branches"])
+def test_a_dim_only_a_run_shows_is_learned_and_checked_on_every_run(make_slice):
+    # a slice whose length is an input's value: ONNX names its dim unk__N and nothing
+    # before the run fixes it.  The first run is interpreted and binds it; the next runs
+    # follow a plan with that size, and a run whose slice is longer (same input shapes)
+    # is caught where the slice is made (also inside an nn.if's branch) and interpreted
+    module = _sliced_program(make_slice)
     fn = module.funcs[0]
     interp = TvmInterpreter(module)
     x = np.random.default_rng(5).standard_normal((8, 4)).astype(np.float32)
 
     def run(n):
-        got = interp.run(fn, {"x": x, "n": np.array([n], np.int64)})["y"]
+        got = interp.run(fn, {"x": x, "n": np.array([n], np.int64), "c": np.array(True)})["y"]
         np.testing.assert_allclose(got, np.exp(x[:n]) ** 2, rtol=1e-6)
 
     run(3)
     (plan,) = interp._plans.values()
-    assert plan.assumed and plan.symbols["unk__1"] == 3
+    assert plan.learned == {"unk__1"} and plan.symbols["unk__1"] == 3
+    assert "unk__1" not in plan.bind  # each run binds it where the slice is made
     kernel_steps = [s for op, s in plan.steps if isinstance(op, TvmKernelOp)]
     assert kernel_steps and all(s.__qualname__.startswith("Plan._kernel_step")
                                 for s in kernel_steps)
@@ -402,3 +423,23 @@ module @m {
     assert plan.symbols["unk__1"] == 5
     run(5)
     run(2)
+
+
+def test_a_step_a_learned_dim_sizes_checks_that_this_run_bound_it():
+    # a run binds a learned dim where a reference rule makes the value that shows it; a run
+    # that took another path (an nn.if's other branch) may never bind it, and a kernel it
+    # sizes must then not take the learning run's size but stop (and the run interpreted)
+    module = _sliced_program(_SLICE)
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    for _ in range(2):
+        interp.run(fn, {"x": np.ones((8, 4), np.float32), "n": np.array([3], np.int64),
+                        "c": np.array(True)})
+    (plan,) = interp._plans.values()
+    kernel = next(s for op, s in plan.steps if isinstance(op, TvmKernelOp))
+    interp.symbols.clear()
+    with pytest.raises(DimConflict, match="unk__1 is unbound in this run, 3 in the run"):
+        kernel()
+    interp.symbols["unk__1"] = 4
+    with pytest.raises(DimConflict, match="unk__1 is 4 in this run, 3 in the run"):
+        kernel()

@@ -216,7 +216,8 @@ class Interpreter:
             except PirError as e:
                 if e.message.startswith(op.describe()):
                     raise
-                raise PirError(f"{_where(op)}: {e.message}") from None
+                # the class too: a DimConflict inside a region (an nn.if's branch) is still one
+                raise type(e)(f"{_where(op)}: {e.message}") from None
             except (ValueError, TypeError, IndexError, ArithmeticError) as e:
                 raise PirError(f"{_where(op)}: evaluation failed: {e}") from None
         for r, arr in zip(op.results, out):

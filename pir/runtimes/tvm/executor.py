@@ -199,7 +199,8 @@ class TvmInterpreter(Interpreter):
                 # is computed, which ONNX's shape inference calls unk__N): interpret this
                 # run, which binds every dim, and plan the next ones with those sizes
                 outs = super().call(fn, arrays)
-                self._plans[key] = Plan(self, fn.entry, self.symbols, assumed=True)
+                learned = frozenset(self.symbols) - frozenset(plan.symbols)
+                self._plans[key] = Plan(self, fn.entry, self.symbols, learned=learned)
                 return outs
             self._plans[key] = plan
         self.depth += 1
@@ -227,7 +228,7 @@ class TvmInterpreter(Interpreter):
         try:
             out = self.program.run(op, arrays, self.symbols)
         except PirError as e:
-            raise PirError(f"{op.describe()}: {e.message}") from None
+            raise type(e)(f"{op.describe()}: {e.message}") from None
         except Exception as e:  # noqa: BLE001 - TVM's runtime errors
             raise PirError(f"{op.describe()}: kernel {op.symbol} failed: "
                            f"{str(e).strip().splitlines()[-1]}") from None

@@ -37,6 +37,7 @@ from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType, bound_shape
+from pir.runtimes.reference.interpreter import DimConflict
 
 __all__ = ["Plan"]
 
@@ -97,11 +98,15 @@ class _Slot:
 class Plan:
     """Steps and buffers for one function entry block under one binding of its dims."""
 
-    def __init__(self, interp, block: Block, symbols: dict[str, int], assumed: bool = False):
+    def __init__(self, interp, block: Block, symbols: dict[str, int],
+                 learned: frozenset[str] = frozenset()):
         self.interp = interp
-        # symbols holds dims a run showed, not only the inputs' (see executor.call): a run
-        # whose values show other sizes raises DimConflict where the first of them is made
-        self.assumed = assumed
+        # dims of ``symbols`` that a run showed, not the inputs or the kernels' reshapes (see
+        # executor.call).  A run binds them as it makes the values that show them (a
+        # reference rule's result, checked); a kernel or matmul step sized by one first
+        # checks that this run bound it to the size the plan has, else raises DimConflict
+        self.learned = frozenset(learned)
+        self.assumed = bool(self.learned)
         self.unsized = False  # a kernel or matmul waits for a dim the binding lacks
         self.program = interp.program
         self.block = block
@@ -120,6 +125,8 @@ class Plan:
         self._kernel_args: set[Value] = set()
         self._assign_slots()
         self._make_steps()
+        # what a run binds before its steps: all but the learned dims
+        self.bind = {d: n for d, n in self.symbols.items() if d not in self.learned}
 
     # -- planning ----------------------------------------------------------------------------
 
@@ -210,13 +217,35 @@ class Plan:
                 continue
             if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results) \
                     and all(d in self.symbols for d in self.program.kernel(op).free):
-                self.steps.append((op, self._kernel_step(op)))
+                self.steps.append((op, self._checked(op, self._kernel_step(op))))
             elif matmul_form(op) is not None and op.results[0] in self.slot_of:
-                self.steps.append((op, self._matmul_step(op)))
+                self.steps.append((op, self._checked(op, self._matmul_step(op))))
             else:
                 if self._planned(op) and not self._sized(op):
                     self.unsized = True
                 self.steps.append((op, self._reference_step(op)))
+
+    def _checked(self, op: Operation, step: Callable[[], None]) -> Callable[[], None]:
+        """``step``, first checking the learned dims that size it (see ``learned``)."""
+        from pir.codegen.tvm.dims import symbols_of
+
+        dims = set().union(*(symbols_of(r.type) for r in op.results))
+        if isinstance(op, TvmKernelOp):
+            dims.update(self.program.kernel(op).free)
+        sizes = [(d, self.symbols[d]) for d in sorted(dims & self.learned)]
+        if not sizes:
+            return step
+        bound = self.interp.symbols
+
+        def checked() -> None:
+            for d, n in sizes:
+                if bound.get(d) != n:
+                    raise DimConflict(f"{op.describe()}: dim {d} is {bound.get(d, 'unbound')} "
+                                      f"in this run, {n} in the run the plan learned it from")
+            step()
+
+        checked.__qualname__ = step.__qualname__  # the kind of step it is, for profiles
+        return checked
 
     def _sized(self, op: Operation) -> bool:
         """Whether the binding fixes the size of every result of ``op`` and of every dim
@@ -311,7 +340,7 @@ class Plan:
                 self.arg_tensors[a] = self._input_tensor(i, arr)
         values.update(self.constants)
         # the dims the planned kernels compute, for the reference rules that need them
-        self.interp.symbols.update(self.symbols)
+        self.interp.symbols.update(self.bind)
         interp = self.interp
         prof = interp.profile
         if prof is None:
