@@ -28,6 +28,8 @@ The region is ordinary prim IR: the reference runtime runs it, and ``pir diff`` 
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from tvm import te, tirx
@@ -379,20 +381,22 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
 
 #: The most bytes of the column operand a chunk of panels may hold (L2 is 1-2 MB a core).
 CHUNK_BYTES = 256 << 10
+#: The fewest chunks left to run in parallel (the chunks are the parallel loop).
+MIN_CHUNKS = max(4, os.cpu_count() or 1)
 
 
 def _panel_chunk(sch: Schedule, panels, ks, cols) -> int:
     """How many column panels a row tile passes over before the next row tile: the largest
     divisor of the panel count whose slice of the column operand (reduce extent x panel
-    width x 4 bytes each) fits CHUNK_BYTES, leaving at least 4 chunks to run in parallel;
-    1 when none does (or an extent is symbolic)."""
+    width x 4 bytes each) fits CHUNK_BYTES, leaving at least MIN_CHUNKS chunks (one per
+    core at least) to run in parallel; 1 when none does (or an extent is symbolic)."""
     extents = [sch.get(loop).extent for loop in (panels, *ks, cols)]
     if not all(isinstance(e, tirx.IntImm) for e in extents):
         return 1
     n, *k, width = (int(e.value) for e in extents)
     panel_bytes = 4 * width * int(np.prod(k, dtype=np.int64))
     best = 1
-    for c in range(2, n // 4 + 1):
+    for c in range(2, n // MIN_CHUNKS + 1):
         if n % c == 0 and c * panel_bytes <= CHUNK_BYTES:
             best = c
     return best

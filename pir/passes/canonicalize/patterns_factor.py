@@ -9,7 +9,9 @@ written ``-((v_x·(1 - a²))·a + (v_x·(1 - a²))·a) · v_x``.  With the scale
 ``d²/dx²`` and ``d²/dy²`` multiply one [N, 32] value by differently scaled weights, and
 their sum by one matrix.
 
-Factoring adds and multiplies in another order: results can differ in the last bits.
+Factoring adds and multiplies in another order: results can differ in rounding, and near
+the ends of the float range in overflow (``b * (s * z)`` may overflow where ``(b * s) * z``
+did not).
 """
 
 from __future__ import annotations
@@ -39,9 +41,12 @@ def _scale(v, out) -> bool:
     if b is None or _op(b.operands[0], "builtin.constant") is not None:
         return False
     small, big = b.operands[0].type, out.type
-    return isinstance(small, TensorType) and isinstance(big, TensorType) \
-        and bool(small.shape) and small.numel is not None and big.numel is not None \
-        and small.numel < big.numel
+    if not (isinstance(small, TensorType) and isinstance(big, TensorType)) \
+            or not small.shape or big.shape is None:
+        return False
+    if len(small.shape) < len(big.shape):
+        return True  # the broadcast makes a dim (static or symbolic, as a batch of N points)
+    return small.numel is not None and big.numel is not None and small.numel < big.numel
 
 
 def _name(op: Operation, k: int) -> str | None:
@@ -98,12 +103,14 @@ class ScaleOutOfNeg(RewritePattern):
         return False
 
 
-def _common(p: Operation, q: Operation):
-    """(k, x, y) when ``p = k * x`` and ``q = k * y`` (either operand order), else None."""
+def _common(p: Operation, q: Operation, scale_of=None):
+    """(k, x, y) when ``p = k * x`` and ``q = k * y`` (either operand order), else None;
+    with ``scale_of`` (a value), only a k that is a scale of it."""
     for i in (0, 1):
         for j in (0, 1):
-            if p.operands[i] is q.operands[j]:
-                return p.operands[i], p.operands[1 - i], q.operands[1 - j]
+            k = p.operands[i]
+            if k is q.operands[j] and (scale_of is None or _scale(k, scale_of)):
+                return k, p.operands[1 - i], q.operands[1 - j]
     return None
 
 
@@ -123,12 +130,12 @@ class FactorCommon(RewritePattern):
         p, q = (_op(v, "prim.mul") for v in op.operands)
         if p is not None and q is not None and _only_use(p.results[0], op) \
                 and _only_use(q.results[0], op) and p.results[0].type == t == q.results[0].type:
-            found = _common(p, q)
             # only to bring a scale out in front (m + m is as many ops as k * (x + x); and
             # reverse mode's g*d + d*g, factored, would be computed before the backward
             # part, which then keeps 2*g*d instead of d: the same bytes, but not the value
             # the rules read); two sums' terms below are factored whatever k is
-            if found is not None and _scale(found[0], op.results[0]):
+            found = _common(p, q, scale_of=op.results[0])
+            if found is not None:
                 rw.replace_op(op, [self._factored(rw, op, p, *found, None)])
                 return True
         sums = [_op(v, "prim.add") for v in op.operands]

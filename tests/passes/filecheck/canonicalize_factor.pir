@@ -16,25 +16,26 @@ module {
     %p = prim.mul(%m, %z) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
     func.return(%p) : (tensor<4x3xf32>) -> ()
   }
-  // ... and out of a negation (exact).
+  // ... and out of a negation (exact), over a symbolic number of rows too.
   // CHECK-LABEL: func.func @scale_out_of_neg(
   // CHECK-NEXT:    %b = prim.broadcast_in_dim(%v)
   // CHECK-NEXT:    %n.1 = prim.neg(%z)
   // CHECK-NEXT:    %n = prim.mul(%b, %n.1)
-  func.func @scale_out_of_neg(%v: tensor<3xf32>, %z: tensor<4x3xf32>) -> (tensor<4x3xf32>) {
-    %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [1]} : (tensor<3xf32>) -> tensor<4x3xf32>
-    %m = prim.mul(%z, %b) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
-    %n = prim.neg(%m) : (tensor<4x3xf32>) -> tensor<4x3xf32>
-    func.return(%n) : (tensor<4x3xf32>) -> ()
+  func.func @scale_out_of_neg(%v: tensor<3xf32>, %z: tensor<Nx3xf32>) -> (tensor<Nx3xf32>) {
+    %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [1]} : (tensor<3xf32>) -> tensor<Nx3xf32>
+    %m = prim.mul(%z, %b) : (tensor<Nx3xf32>, tensor<Nx3xf32>) -> tensor<Nx3xf32>
+    %n = prim.neg(%m) : (tensor<Nx3xf32>) -> tensor<Nx3xf32>
+    func.return(%n) : (tensor<Nx3xf32>) -> ()
   }
-  // ... and out of a product added to itself (tanh's second derivative: 2 a a').
+  // ... and out of a product added to itself (tanh's second derivative: 2 a a'),
+  // whichever operand of the product the scale is.
   // CHECK-LABEL: func.func @factor_scale_of_a_double(
   // CHECK-NEXT:    %b = prim.broadcast_in_dim(%v)
   // CHECK-NEXT:    %d.1 = prim.add(%z, %z)
   // CHECK-NEXT:    %d = prim.mul(%b, %d.1)
   func.func @factor_scale_of_a_double(%v: tensor<3xf32>, %z: tensor<4x3xf32>) -> (tensor<4x3xf32>) {
     %b = prim.broadcast_in_dim(%v) {broadcast_dimensions = [1]} : (tensor<3xf32>) -> tensor<4x3xf32>
-    %m = prim.mul(%b, %z) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+    %m = prim.mul(%z, %b) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
     %d = prim.add(%m, %m) : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
     func.return(%d) : (tensor<4x3xf32>) -> ()
   }
