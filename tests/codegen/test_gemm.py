@@ -145,6 +145,9 @@ def _conv_model(c, o, k, stride, pad, hw, seed=0, group=1, relu=True):
     (3, 64, 7, 2, 3, 32),    # the ResNet stem
     (8, 16, 3, 2, 1, 9),     # odd sizes: 25 positions, padded tiles
     (16, 32, 1, 1, 0, 16),   # 1x1 stride 1 on 256 positions: positions in the vectors
+    (64, 24, 1, 1, 0, 8),    # 24 output channels: padded to 32 with zero filters, sliced
+    (8, 40, 3, 2, 1, 9),     # 40 (padded to 48: three 16-wide panels), 3x3 stride 2
+    (16, 24, 1, 1, 0, 16),   # 24 channels, positions in the vectors
 ])
 def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     module, before, report = _compile(_conv_model(c, o, k, stride, pad, hw))

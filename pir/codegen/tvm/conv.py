@@ -148,16 +148,14 @@ def _conv_weights(op: Operation) -> np.ndarray | None:
     if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
         return None
     w = np.asarray(constant_value(op.operands[1].op))
-    if _panel(w.shape[0]) is None:
-        return None
-    return w
+    return w if w.size else None
 
 
 def form_conv_groups(block: Block) -> int:
     """Replace each convolution of ``block`` this module compiles (and its epilogue group)
     by one ``conv`` group."""
     from pir.ir.dialects.prim.linalg import ConvOp
-    from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
 
     count = 0
     for op in list(block.ops):
@@ -168,21 +166,35 @@ def form_conv_groups(block: Block) -> int:
 
         def core(body: Block, x_arg: Value, op=op, w=w, name=name) -> Value:
             o, c_in, kr, ks = w.shape
-            bn = _panel(o)
-            packed = np.ascontiguousarray(w.reshape(o // bn, bn, c_in, kr, ks)
+            # output channels padded with zero filters to whole vectors (24 -> 32): the
+            # extra channels are computed and sliced off before the epilogue
+            o_pad = -(-o // 16) * 16
+            if o_pad != o:
+                w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
+            bn = _panel(o_pad)
+            packed = np.ascontiguousarray(w.reshape(o_pad // bn, bn, c_in, kr, ks)
                                           .transpose(0, 2, 3, 4, 1))
             c = body.append(make_constant(enclosing_module(op), packed, f"{name}.packed",
                                           op.loc))
             kt = body.append(TransposeOp.build(c.results[0], permutation=[0, 4, 1, 2, 3],
                                                loc=op.loc, result_names=[f"{name}.panels"]))
+            wt = op.operands[1].type
             kt = body.append(ReshapeOp.build(kt.results[0], loc=op.loc,
-                                             result_types=[op.operands[1].type],
+                                             result_types=[wt.with_shape([o_pad, c_in, kr, ks])],
                                              result_names=[f"{name}.w"]))
             attrs = {k: op.attributes[k] for k in op.attributes}
+            out = op.results[0].type
+            padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
             conv = body.append(ConvOp.build(x_arg, kt.results[0], loc=op.loc,
-                                            result_types=[op.results[0].type],
-                                            result_names=[name], **attrs))
-            return conv.results[0]
+                                            result_types=[padded],
+                                            result_names=[name if o_pad == o else f"{name}.pad"],
+                                            **attrs))
+            if o_pad == o:
+                return conv.results[0]
+            cut = body.append(SliceOp.build(conv.results[0], start_indices=[0],
+                                            limit_indices=[o], axes=[1], loc=op.loc,
+                                            result_types=[out], result_names=[name]))
+            return cut.results[0]
 
         form_group(op, core, _epilogue(op), CONV)
         count += 1
