@@ -109,9 +109,26 @@ def test_packed_weights_replace_the_original_ones():
     assert "T.vectorized(32)" in kernel.source and "T.unroll(8)" in kernel.source
 
 
-@pytest.mark.parametrize("k,n", [(48, 24), (8, 64)])
+@pytest.mark.parametrize("act", [None, "Relu"])
+@pytest.mark.parametrize("n", [24, 40, 1000])
+def test_columns_16_does_not_divide_are_padded_and_sliced_off(n, act):
+    module, before, report = _compile(_gemm_model(["N"], 32, n, act=act))
+    assert report.matmuls == 1
+    (kernel,) = _kernels(module)
+    ops = kernel.body.block.ops
+    n_pad = -(-n // 16) * 16
+    assert ops[0].results[0].type.shape[0] * ops[0].results[0].type.shape[2] == n_pad
+    assert "prim.slice" in [op.name for op in ops]
+    x = np.random.default_rng(7).standard_normal((11, 32)).astype(np.float32)
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    assert got.shape == (11, n)
+    np.testing.assert_allclose(got, run_function(before, {"x": x})["y"], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("k,n", [(48, 10), (8, 64)])
 def test_shapes_the_kernel_does_not_take_stay_library_calls(k, n):
-    """N not a multiple of 16, or K too short to be worth a kernel: numpy's BLAS keeps it."""
+    """Fewer than 16 columns (padding would more than double the work), or K too short to be
+    worth a kernel: numpy's BLAS keeps it."""
     module, before, report = _compile(_gemm_model(["N"], k, n))
     assert report.matmuls == 0
     assert any(op.name == "prim.dot_general" for op in module.walk())

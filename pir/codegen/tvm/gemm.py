@@ -118,15 +118,20 @@ def _gemm_weights(op: Operation) -> np.ndarray | Value | None:
     w = np.asarray(constant_value(rhs.op))
     if op.rhs_contracting_dimensions[0] == 1:
         w = w.T  # [N, K] weights (ONNX Gemm with transB)
-    if _panel(w.shape[1]) is None or w.shape[0] < 16:
-        return None
+    if w.shape[1] < 16 or w.shape[0] < 16:
+        return None  # (an N that 16 does not divide is padded, at most doubled: _pack)
     return w
 
 
 def _pack(w: np.ndarray) -> np.ndarray:
+    """[K, N] weights as [N/BN, K, BN] panels; columns that 16 does not divide are padded
+    with zeros (a classifier's 1000 outputs: 1008), computed and sliced off."""
     k, n = w.shape
-    bn = _panel(n)
-    return np.ascontiguousarray(w.reshape(k, n // bn, bn).transpose(1, 0, 2))
+    n_pad = -(-n // 16) * 16
+    if n_pad != n:
+        w = np.concatenate([w, np.zeros((k, n_pad - n), w.dtype)], axis=1)
+    bn = _panel(n_pad)
+    return np.ascontiguousarray(w.reshape(k, n_pad // bn, bn).transpose(1, 0, 2))
 
 
 def _epilogue(dot: Operation) -> GroupOp | None:
@@ -157,7 +162,7 @@ def form_matmul_groups(block: Block) -> int:
 
 def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp:
     from pir.ir.dialects.prim.linalg import DotGeneralOp
-    from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
 
     x = dot.operands[0]
     out_t: TensorType = dot.results[0].type
@@ -195,8 +200,17 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp
             x_arg, packed_v, result_types=[d_t], loc=dot.loc,
             lhs_contracting_dimensions=[len(x.type.shape) - 1], rhs_contracting_dimensions=[1],
             result_names=[f"{name}.tiles"]))
-        return body.append(ReshapeOp.build(d.results[0], result_types=[out_t], loc=dot.loc,
-                                           result_names=[name])).results[0]
+        n_pad = packed_shape[0] * packed_shape[2]
+        if n_pad == out_t.shape[-1]:
+            return body.append(ReshapeOp.build(d.results[0], result_types=[out_t],
+                                               loc=dot.loc, result_names=[name])).results[0]
+        flat = body.append(ReshapeOp.build(
+            d.results[0], result_types=[out_t.with_shape([*out_t.shape[:-1], n_pad])],
+            loc=dot.loc, result_names=[f"{name}.pad"])).results[0]
+        return body.append(SliceOp.build(
+            flat, start_indices=[0], limit_indices=[out_t.shape[-1]],
+            axes=[len(out_t.shape) - 1], result_types=[out_t], loc=dot.loc,
+            result_names=[name])).results[0]
 
     return form_group(dot, core, epi, MATMUL, inputs=[w] if computed else [])
 
