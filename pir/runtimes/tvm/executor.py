@@ -211,9 +211,9 @@ class TvmInterpreter(Interpreter):
                 raise
         finally:
             self.depth -= 1
-        # a dim differs from the run the plan learned it from (caught where the value that
-        # shows it is made, before anything reads it): interpret this run from its inputs,
-        # and let the next one learn afresh
+        # a dim differs from the run the plan learned it from (caught where a value shows
+        # it, or at a step it sizes, before anything reads a wrongly sized value): interpret
+        # this run from its inputs, and let the next one learn afresh
         del self._plans[key]
         self.symbols.clear()
         self.symbols.update(given)

@@ -18,7 +18,9 @@ work once per function and binding of its symbolic dims (the sizes the inputs fi
   op runs on the reference rules, checked as in the reference runtime.
 
 Anything a plan cannot size (a dim bound only by a value computed inside the run) runs as the
-interpreter would run it, so a plan is an optimisation, never a change of meaning.
+interpreter would run it, so a plan is an optimisation, never a change of meaning.  When such
+a dim leaves kernels unsized, the executor interprets the first run and plans the next ones
+with the sizes it bound (``learned`` dims), checked on every run (``DimConflict``).
 """
 
 from __future__ import annotations
