@@ -178,6 +178,38 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("o,k,stride,pad,dil", [
+    (64, 3, 1, 1, 1),    # Whisper's first conv1d: kernel 3, "same"
+    (24, 3, 2, 1, 1),    # stride 2, channels padded to 32
+    (32, 5, 1, 4, 2),    # dilated
+])
+def test_a_1d_conv_is_a_2d_kernel_over_a_unit_height(o, k, stride, pad, dil):
+    import onnx
+    import onnx.helper as oh
+    rng = np.random.default_rng(8)
+    c, width = 16, 30
+    w = (rng.standard_normal((o, c, k)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(o).astype(np.float32)
+    nodes = [oh.make_node("Conv", ["x", "w", "b"], ["cv"], kernel_shape=[k], strides=[stride],
+                          pads=[pad, pad], dilations=[dil]),
+             oh.make_node("Relu", ["cv"], ["y"])]
+    g = oh.make_graph(nodes, "conv1d", [oh.make_tensor_value_info("x", 1, ["N", c, width])],
+                      [oh.make_tensor_value_info("y", 1, None)],
+                      [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")])
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 9
+    module, before, report = _compile(onnx.shape_inference.infer_shapes(model))
+    assert report.matmuls == 1
+    (kernel,) = _kernels(module, "conv")
+    convs = [op for op in kernel.body.block.ops if op.name == "prim.conv"]
+    assert len(convs[0].operands[0].type.shape) == 4  # [N, C, 1, W]
+    assert "prim.max" in [op.name for op in kernel.body.block.ops]  # the relu moved in
+    x = rng.standard_normal((2, c, width)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 def test_a_wide_1x1_conv_puts_positions_in_the_vectors_and_adds_its_residual_in_place():
     import onnx
     import onnx.helper as oh

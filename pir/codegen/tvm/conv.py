@@ -39,16 +39,17 @@ __all__ = ["form_conv_groups", "CONV"]
 CONV = "conv"
 
 
-def _supported(op: Operation) -> str | None:
-    """Why the TE rule cannot take ``op`` (None when it can)."""
+def _supported(op: Operation, ranks=(4,)) -> str | None:
+    """Why the TE rule cannot take ``op`` (None when it can); ``ranks``: the ranks taken (a
+    1-d convolution, rank 3, is formed into a 2-d one over a unit height)."""
     xt, kt = op.operands[0].type, op.operands[1].type
     if not (isinstance(xt, TensorType) and isinstance(kt, TensorType)) or xt.shape is None \
-            or kt.shape is None or len(xt.shape) != 4:
+            or kt.shape is None or len(xt.shape) not in ranks:
         return "only 2-d convolutions of ranked tensors"
     if op.feature_group_count != 1:
         return "grouped convolutions stay library calls"
-    w = op.window(2)
-    if w["lhs_dilation"] != (1, 1):
+    w = op.window(len(xt.shape) - 2)
+    if any(d != 1 for d in w["lhs_dilation"]):
         return "input dilation (transposed convolution) stays a library call"
     if min(w["padding_low"] + w["padding_high"]) < 0:
         return "negative padding (cropping) stays a library call"
@@ -141,7 +142,7 @@ RULES["prim.conv"] = _conv
 
 def _conv_weights(op: Operation) -> np.ndarray | None:
     """The [O, C, R, S] weights of a convolution this module compiles, else None."""
-    if op.name != "prim.conv" or _supported(op) is not None:
+    if op.name != "prim.conv" or _supported(op, ranks=(3, 4)) is not None:
         return None
     if op.operands[0].type.dtype != DType.F32 or op.operands[1].type.dtype != DType.F32:
         return None
@@ -165,6 +166,13 @@ def form_conv_groups(block: Block) -> int:
         name = op.results[0].name or "conv"
 
         def core(body: Block, x_arg: Value, op=op, w=w, name=name) -> Value:
+            flat = w.ndim == 3  # a 1-d convolution: a 2-d one over a height of 1
+            if flat:
+                w = w[:, :, None, :]
+                xt = x_arg.type
+                x_arg = body.append(ReshapeOp.build(
+                    x_arg, loc=op.loc, result_names=[f"{name}.x2d"],
+                    result_types=[xt.with_shape([*xt.shape[:2], 1, xt.shape[2]])])).results[0]
             o, c_in, kr, ks = w.shape
             # output channels padded with zero filters to whole vectors (24 -> 32): the
             # extra channels are computed and sliced off before the epilogue
@@ -184,17 +192,26 @@ def form_conv_groups(block: Block) -> int:
                                              result_names=[f"{name}.w"]))
             attrs = {k: op.attributes[k] for k in op.attributes}
             out = op.results[0].type
+            if flat:
+                win = op.window(1)
+                attrs.update({k: (0 if k.startswith("padding") else 1, *win[k]) for k in win})
+                out = out.with_shape([*out.shape[:2], 1, out.shape[2]])
             padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
+            direct = o_pad == o and not flat
             conv = body.append(ConvOp.build(x_arg, kt.results[0], loc=op.loc,
                                             result_types=[padded],
-                                            result_names=[name if o_pad == o else f"{name}.pad"],
+                                            result_names=[name if direct else f"{name}.pad"],
                                             **attrs))
-            if o_pad == o:
-                return conv.results[0]
-            cut = body.append(SliceOp.build(conv.results[0], start_indices=[0],
-                                            limit_indices=[o], axes=[1], loc=op.loc,
-                                            result_types=[out], result_names=[name]))
-            return cut.results[0]
+            y = conv.results[0]
+            if o_pad != o:
+                y = body.append(SliceOp.build(
+                    y, start_indices=[0], limit_indices=[o], axes=[1], loc=op.loc,
+                    result_types=[out], result_names=[name if not flat else f"{name}.cut"])
+                ).results[0]
+            if flat:
+                y = body.append(ReshapeOp.build(y, loc=op.loc, result_names=[name],
+                                                result_types=[op.results[0].type])).results[0]
+            return y
 
         form_group(op, core, _epilogue(op), CONV)
         count += 1
