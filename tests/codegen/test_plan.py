@@ -443,3 +443,48 @@ def test_a_step_a_learned_dim_sizes_checks_that_this_run_bound_it():
     interp.symbols["unk__1"] = 4
     with pytest.raises(DimConflict, match="unk__1 is 4 in this run, 3 in the run"):
         kernel()
+
+
+def test_small_kernels_run_on_one_thread_and_the_pool_gets_its_threads_back(monkeypatch):
+    # waking the pool's other threads for a parallel loop costs more than a small kernel
+    # takes on one: with several threads, a run switches to one over each stretch of small
+    # kernel steps (one switch for a model of small kernels), and back after, also when a
+    # step raises
+    import pir.runtimes.tvm.plan as plan_mod
+
+    calls = []
+    monkeypatch.setattr(plan_mod, "threads", lambda: 4)
+    monkeypatch.setattr(plan_mod, "set_threads", calls.append)
+    text = """
+module @m {
+  func.func @main(%x: tensor<8x16xf32>, %big: tensor<512x256xf32>) -> (tensor<8x16xf32>, tensor<512x256xf32>) {
+    %e = prim.exp(%x) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    %t = prim.tanh(%e) : (tensor<8x16xf32>) -> tensor<8x16xf32>
+    %b = prim.exp(%big) : (tensor<512x256xf32>) -> tensor<512x256xf32>
+    func.return(%t, %b) : (tensor<8x16xf32>, tensor<512x256xf32>) -> ()
+  }
+}
+"""
+    module = parse_module(text)
+    PassManager(parse_pipeline("fuse{disable=horizontal}")).run(module)
+    codegen_module(module, "llvm")
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    rng = np.random.default_rng(9)
+    feeds = {"x": rng.standard_normal((8, 16)).astype(np.float32),
+             "big": rng.standard_normal((512, 256)).astype(np.float32)}
+    got = interp.run(fn, feeds)
+    np.testing.assert_allclose(got["t"], np.tanh(np.exp(feeds["x"])), rtol=1e-6)
+    np.testing.assert_allclose(got["b"], np.exp(feeds["big"]), rtol=1e-6)
+    (plan,) = interp._plans.values()
+    assert plan.small == [True, False]  # exp-tanh on [8, 16], then exp on [512, 256]
+    assert calls == [1, 4]  # one thread for the small kernel, four again for the big one
+    calls.clear()
+    op, _ = plan.steps[0]
+
+    def fails():
+        raise RuntimeError("boom")
+    plan.steps[0] = (op, fails)  # raises while the pool is on one thread
+    with pytest.raises(RuntimeError, match="boom"):
+        interp.run(fn, feeds)
+    assert calls == [1, 4]  # and the pool got its four threads back

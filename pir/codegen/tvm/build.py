@@ -20,7 +20,10 @@ from pir.codegen.tvm.schedule import schedule_cpu  # noqa: E402
 from pir.errors import PirError  # noqa: E402
 from pir.ir.core import Block  # noqa: E402
 
-__all__ = ["CompiledKernel", "build", "compile_block", "host_target", "set_threads"]
+__all__ = ["CompiledKernel", "build", "compile_block", "host_target", "set_threads",
+           "threads"]
+
+_threads = [int(os.environ["TVM_NUM_THREADS"])]  # what parallel loops run on now
 
 
 def host_target() -> tvm.target.Target:
@@ -32,6 +35,12 @@ def set_threads(n: int) -> None:
     """Run parallel loops on ``n`` threads (at most the pool size, see TVM_NUM_THREADS)."""
     # args: affinity mode (1 = "big" cores, i.e. all of them on a uniform CPU), threads
     tvm.get_global_func("runtime.config_threadpool")(1, int(n))
+    _threads[0] = int(n)
+
+
+def threads() -> int:
+    """The threads parallel loops run on (set_threads' last value, else the pool's size)."""
+    return _threads[0]
 
 
 @dataclass

@@ -32,6 +32,7 @@ import numpy as np
 
 import tvm
 
+from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
 from pir.runtimes.tvm.buffers import ALIGN, OutputPool, aligned_empty, as_tvm
 from pir.ir.core import Block, Operation, Value
@@ -42,6 +43,10 @@ from pir.ir.types import DType, TensorType, bound_shape
 from pir.runtimes.reference.interpreter import DimConflict
 
 __all__ = ["Plan"]
+
+#: Kernel steps touching fewer elements than this run on one thread (see Plan._small).
+SMALL_STEP = 1 << 16
+
 
 def matmul_form(op: Operation) -> tuple[bool, bool] | None:
     """For a float32 dot_general numpy's matmul computes, ``[..., M, K] x [..., K, N]`` (or
@@ -127,6 +132,9 @@ class Plan:
         self._kernel_args: set[Value] = set()
         self._assign_slots()
         self._make_steps()
+        # per step: True when it is small enough that one thread beats waking the others
+        # (None: a step that runs no TVM code)
+        self.small = [self._small(op, step) for op, step in self.steps]
         # what a run binds before its steps: all but the learned dims
         self.bind = {d: n for d, n in self.symbols.items() if d not in self.learned}
 
@@ -249,6 +257,20 @@ class Plan:
         checked.__qualname__ = step.__qualname__  # the kind of step it is, for profiles
         return checked
 
+    def _small(self, op: Operation, step) -> bool | None:
+        """Whether the kernel step of ``op`` touches fewer than SMALL_STEP elements (operands
+        and results together): waking the pool's other threads for a parallel loop costs
+        3-5 us here, more than such a kernel takes on one thread."""
+        if not step.__qualname__.startswith("Plan._kernel_step"):
+            return None
+        total = 0
+        for v in [*op.operands, *op.results]:
+            shape = bound_shape(v.type, self.symbols) if isinstance(v.type, TensorType) else ()
+            if shape is None:
+                return False
+            total += int(np.prod(shape, dtype=np.int64))
+        return total < SMALL_STEP
+
     def _sized(self, op: Operation) -> bool:
         """Whether the binding fixes the size of every result of ``op`` and of every dim
         its kernel takes as a parameter."""
@@ -345,21 +367,30 @@ class Plan:
         self.interp.symbols.update(self.bind)
         interp = self.interp
         prof = interp.profile
-        if prof is None:
-            for _, step in self.steps:
-                step()
+        many = threads()
+        if many > 1 and any(self.small):
+            steps = self._on_fewer_threads(many)
         else:
-            # each step is one entry: ops nested in a group it runs are not timed apart
-            interp.profile = None
-            try:
-                for op, step in self.steps:
-                    t0 = time.perf_counter()
+            steps = (step for _, step in self.steps)
+        try:
+            if prof is None:
+                for step in steps:
                     step()
-                    entry = prof.setdefault(interp.profile_key(op), [0, 0.0])
-                    entry[0] += 1
-                    entry[1] += time.perf_counter() - t0
-            finally:
-                interp.profile = prof
+            else:
+                # each step is one entry: ops nested in a group it runs are not timed apart
+                interp.profile = None
+                try:
+                    for (op, _), step in zip(self.steps, steps):
+                        t0 = time.perf_counter()
+                        step()
+                        entry = prof.setdefault(interp.profile_key(op), [0, 0.0])
+                        entry[0] += 1
+                        entry[1] += time.perf_counter() - t0
+                finally:
+                    interp.profile = prof
+        finally:
+            if hasattr(steps, "close"):
+                steps.close()  # a step that raised: the pool gets its threads back now
         term = self.block.ops[-1]
         given = dict(zip(self.block.args, args))
         # an input returned as it is: the caller's array; a view of a staging copy (a
@@ -367,6 +398,22 @@ class Plan:
         # kernel's result, written into a slot, views no input)
         return [given[v] if v in given else values[v] if v in self.slot_of
                 else self._own(values[v]) for v in term.operands]
+
+    def _on_fewer_threads(self, many: int):
+        """The steps, with the thread pool set to one thread over each stretch of small
+        kernel steps and back to ``many`` after (a switch costs about 2 us, a parallel
+        launch on a woken pool 3-5 us: a small model runs all its kernels on one switch)."""
+        now = many
+        try:
+            for (_, step), small in zip(self.steps, self.small):
+                want = now if small is None else 1 if small else many
+                if want != now:
+                    set_threads(want)
+                    now = want
+                yield step
+        finally:
+            if now != many:
+                set_threads(many)
 
     def _input_tensor(self, i: int, arr: np.ndarray) -> tvm.runtime.Tensor:
         """The TVM tensor of input ``i`` (``arr``, as :meth:`_aligned` gave it): the staging
