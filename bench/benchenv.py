@@ -18,8 +18,10 @@ def use_threads(threads: int) -> None:
     from pir.cpu_env import choose_openblas_kernels
 
     choose_openblas_kernels()
+    # numpy's BLAS on one thread, as `pir run` runs it (pir.cpu_env.one_blas_thread): with
+    # more, its spinning threads and TVM's starve each other
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(threads))
+        os.environ.setdefault(var, "1")
 
 
 def best_time(fn, repeat: int) -> float:

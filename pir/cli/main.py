@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from pir.cpu_env import choose_openblas_kernels
+from pir.cpu_env import choose_openblas_kernels, one_blas_thread
 
 choose_openblas_kernels()  # before anything imports numpy
 
@@ -36,6 +36,8 @@ class LazyGroup(click.Group):
     def get_command(self, ctx, name):
         if name not in _COMMANDS:
             return None
+        if name == "run":
+            one_blas_thread()  # before the runtime imports numpy (see pir.cpu_env)
         module, attr = _COMMANDS[name]
         return getattr(importlib.import_module(module), attr)
 

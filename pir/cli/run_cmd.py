@@ -35,8 +35,9 @@ from pir.cli.common import AtomicOutput, read_module, run_command
               help="Run N times and print the median latency (stderr).")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="Run compiled (tvm) kernels on N threads (at most TVM_NUM_THREADS, default "
-                   "every CPU).  numpy's BLAS threads are not limited (use OPENBLAS_NUM_THREADS "
-                   "/ OMP_NUM_THREADS for those).")
+                   "every CPU).  numpy's BLAS runs on one thread, since its spinning threads "
+                   "and TVM's starve each other, unless OPENBLAS_NUM_THREADS or "
+                   "OMP_NUM_THREADS is set.")
 @click.option("--profile", is_flag=True,
               help="Print time per kernel (by symbol) and per op kind to stderr: calls, "
                    "total ms, share (with --repeat: over the timed runs).")

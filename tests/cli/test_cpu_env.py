@@ -50,3 +50,26 @@ def test_the_pir_command_sets_it_before_numpy_loads():
             "import os; print(os.environ['OPENBLAS_CORETYPE'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "SkylakeX"
+
+
+def _blas_threads(code: str, **env_extra) -> list[str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    env.update(env_extra)
+    code += "; import os; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, check=True).stdout.split()
+
+
+def test_pir_run_gives_numpys_blas_one_thread_unless_the_user_chose():
+    # `pir run`'s command is looked up before numpy loads: OpenBLAS then starts with one
+    # thread, whose spinning would otherwise starve TVM's pool
+    lookup = "from pir.cli.main import main; main.get_command(None, 'run')"
+    assert _blas_threads(lookup) == ["1"]
+    assert _blas_threads(lookup, OMP_NUM_THREADS="4") == ["None"]
+    assert _blas_threads(lookup, OPENBLAS_NUM_THREADS="3") == ["3"]
+    # other commands leave it alone, and so does a call after numpy has loaded
+    assert _blas_threads("from pir.cli.main import main; main.get_command(None, 'optimize')") \
+        == ["None"]
+    assert _blas_threads("import numpy, pir.cpu_env as c; print(c.one_blas_thread())") \
+        == ["False", "None"]
