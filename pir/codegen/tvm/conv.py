@@ -27,7 +27,7 @@ import numpy as np
 
 from tvm import te, tirx
 
-from pir.codegen.tvm.gemm import _epilogue, _panel, form_group
+from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
@@ -176,7 +176,7 @@ def form_conv_groups(block: Block) -> int:
             o, c_in, kr, ks = w.shape
             # output channels padded with zero filters to whole vectors (24 -> 32): the
             # extra channels are computed and sliced off before the epilogue
-            o_pad = -(-o // 16) * 16
+            o_pad = padded_width(o)
             if o_pad != o:
                 w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
             bn = _panel(o_pad)

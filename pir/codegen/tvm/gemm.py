@@ -55,6 +55,12 @@ def _panel(n: int) -> int | None:
     return 32 if n % 32 == 0 else 16 if n % 16 == 0 else None
 
 
+def padded_width(n: int) -> int:
+    """``n`` output columns (or channels) rounded up to whole 16-wide vectors: a kernel pads
+    the weights with zeros to that many, computes them, and slices the extra ones off."""
+    return -(-n // 16) * 16
+
+
 # -- the lowering rule -----------------------------------------------------------------------
 
 def _dot_general(op, ins, ctx, name):
@@ -127,7 +133,7 @@ def _pack(w: np.ndarray) -> np.ndarray:
     """[K, N] weights as [N/BN, K, BN] panels; columns that 16 does not divide are padded
     with zeros (a classifier's 1000 outputs: 1008), computed and sliced off."""
     k, n = w.shape
-    n_pad = -(-n // 16) * 16
+    n_pad = padded_width(n)
     if n_pad != n:
         w = np.concatenate([w, np.zeros((k, n_pad - n), w.dtype)], axis=1)
     bn = _panel(n_pad)

@@ -22,9 +22,23 @@ from pir.passes.drr import Match
 from pir.passes.rewriter import RewritePattern, Rewriter
 
 __all__ = ["splat", "splat_is", "is_int", "fits_in", "same_shape", "known_dims", "rebuild",
-           "zeros", "const_ints", "operand_of", "OneOf", "RESHAPE_LIKE", "exact_in"]
+           "zeros", "const_ints", "operand_of", "OneOf", "RESHAPE_LIKE", "exact_in",
+           "producer", "derived_name"]
 
 Where = Callable[[Match], bool]
+
+
+def producer(v: Value, name: str) -> Operation | None:
+    """The op named ``name`` that makes ``v`` (None for another op or a block argument)."""
+    owner = getattr(v, "op", None)
+    return owner if owner is not None and owner.name == name else None
+
+
+def derived_name(op: Operation, k: int) -> str | None:
+    """The name of the ``k``-th value a rewrite of ``op`` makes: ``<op's name>.k`` (None when
+    ``op``'s result has no name)."""
+    base = op.results[0].name
+    return f"{base}.{k}" if base else None
 
 #: Ops that keep the elements in row-major order and only change the shape.
 RESHAPE_LIKE = ("nn.reshape", "nn.squeeze", "nn.unsqueeze", "nn.flatten", "prim.reshape")

@@ -19,14 +19,14 @@ from pir.ir.core import Operation
 from pir.ir.dialects.prim.linalg import DotGeneralOp
 from pir.ir.dialects.prim.shape import BroadcastInDimOp, ConcatOp, PadOp
 from pir.ir.types import TensorType
+from pir.passes.canonicalize.matchers import derived_name, producer
 from pir.passes.rewriter import RewritePattern, Rewriter
 
 __all__ = ["PATTERNS"]
 
 
 def _broadcast(v) -> Operation | None:
-    owner = getattr(v, "op", None)
-    return owner if owner is not None and owner.name == "prim.broadcast_in_dim" else None
+    return producer(v, "prim.broadcast_in_dim")
 
 
 def _shape(v) -> list | None:
@@ -35,14 +35,13 @@ def _shape(v) -> list | None:
 
 
 def _names(op: Operation):
-    """Names for the values a rewrite of ``op`` makes: ``<op's name>.1``, ``.2``..."""
-    base = op.results[0].name
+    """Names for the values a rewrite of ``op`` makes, in turn: ``<op's name>.1``, ``.2``..."""
     count = 0
 
     def next_name() -> str | None:
         nonlocal count
         count += 1
-        return f"{base}.{count}" if base else None
+        return derived_name(op, count)
 
     return next_name
 

@@ -18,14 +18,10 @@ from __future__ import annotations
 
 from pir.ir.core import Operation
 from pir.ir.types import TensorType
+from pir.passes.canonicalize.matchers import derived_name, producer
 from pir.passes.rewriter import RewritePattern, Rewriter
 
 __all__ = ["PATTERNS"]
-
-
-def _op(v, name: str) -> Operation | None:
-    owner = getattr(v, "op", None)
-    return owner if owner is not None and owner.name == name else None
 
 
 def _only_use(v, user: Operation) -> bool:
@@ -37,8 +33,8 @@ def _scale(v, out) -> bool:
     """Whether ``v`` is a broadcast of a computed vector (rank 1 or more) with fewer elements
     than ``out``: a scale per row or column.  A broadcast constant or scalar is left where
     it is, so that the usual elementwise code (and reverse mode's seeds) keeps its order."""
-    b = _op(v, "prim.broadcast_in_dim")
-    if b is None or _op(b.operands[0], "builtin.constant") is not None:
+    b = producer(v, "prim.broadcast_in_dim")
+    if b is None or producer(b.operands[0], "builtin.constant") is not None:
         return False
     small, big = b.operands[0].type, out.type
     if not (isinstance(small, TensorType) and isinstance(big, TensorType)) \
@@ -47,11 +43,6 @@ def _scale(v, out) -> bool:
     if len(small.shape) < len(big.shape):
         return True  # the broadcast makes a dim (static or symbolic, as a batch of N points)
     return small.numel is not None and big.numel is not None and small.numel < big.numel
-
-
-def _name(op: Operation, k: int) -> str | None:
-    base = op.results[0].name
-    return f"{base}.{k}" if base else None
 
 
 class ScaleOutOfProduct(RewritePattern):
@@ -65,7 +56,7 @@ class ScaleOutOfProduct(RewritePattern):
         if _scale(op.operands[0], op.results[0]) or _scale(op.operands[1], op.results[0]):
             return False  # the scale is outermost already
         for i in (0, 1):
-            inner = _op(op.operands[i], "prim.mul")
+            inner = producer(op.operands[i], "prim.mul")
             if inner is None or not _only_use(inner.results[0], op) \
                     or inner.results[0].type != op.results[0].type:
                 continue
@@ -74,7 +65,7 @@ class ScaleOutOfProduct(RewritePattern):
                     continue
                 rest = rw.value(type(op), inner.operands[1 - j], op.operands[1 - i],
                                 before=op, result_types=[op.results[0].type],
-                                name=_name(op, 1))
+                                name=derived_name(op, 1))
                 new = rw.value(type(op), inner.operands[j], rest, before=op,
                                result_types=[op.results[0].type])
                 rw.replace_op(op, [new])
@@ -89,13 +80,13 @@ class ScaleOutOfNeg(RewritePattern):
     root = "prim.neg"
 
     def match_and_rewrite(self, op: Operation, rw: Rewriter) -> bool:
-        m = _op(op.operands[0], "prim.mul")
+        m = producer(op.operands[0], "prim.mul")
         if m is None or not _only_use(m.results[0], op):
             return False
         for j in (0, 1):
             if _scale(m.operands[j], op.results[0]):
                 neg = rw.value(type(op), m.operands[1 - j], before=op,
-                               result_types=[m.operands[1 - j].type], name=_name(op, 1))
+                               result_types=[m.operands[1 - j].type], name=derived_name(op, 1))
                 new = rw.value(type(m), m.operands[j], neg, before=op,
                                result_types=[op.results[0].type])
                 rw.replace_op(op, [new])
@@ -127,7 +118,7 @@ class FactorCommon(RewritePattern):
         t = op.results[0].type
         if any(v.type != t for v in op.operands):
             return False
-        p, q = (_op(v, "prim.mul") for v in op.operands)
+        p, q = (producer(v, "prim.mul") for v in op.operands)
         if p is not None and q is not None and _only_use(p.results[0], op) \
                 and _only_use(q.results[0], op) and p.results[0].type == t == q.results[0].type:
             # only to bring a scale out in front (m + m is as many ops as k * (x + x); and
@@ -138,13 +129,13 @@ class FactorCommon(RewritePattern):
             if found is not None:
                 rw.replace_op(op, [self._factored(rw, op, p, *found, None)])
                 return True
-        sums = [_op(v, "prim.add") for v in op.operands]
+        sums = [producer(v, "prim.add") for v in op.operands]
         if None in sums or sums[0] is sums[1] \
                 or not all(_only_use(s.results[0], op) for s in sums):
             return False
         for a in (0, 1):
             for c in (0, 1):
-                p, q = _op(sums[0].operands[a], "prim.mul"), _op(sums[1].operands[c], "prim.mul")
+                p, q = producer(sums[0].operands[a], "prim.mul"), producer(sums[1].operands[c], "prim.mul")
                 if p is None or q is None or not _only_use(p.results[0], sums[0]) \
                         or not _only_use(q.results[0], sums[1]) \
                         or not p.results[0].type == t == q.results[0].type \
@@ -153,9 +144,9 @@ class FactorCommon(RewritePattern):
                 found = _common(p, q)
                 if found is None:
                     continue
-                factored = self._factored(rw, op, p, *found, _name(op, 2))
+                factored = self._factored(rw, op, p, *found, derived_name(op, 2))
                 rest = rw.value(type(op), sums[0].operands[1 - a], sums[1].operands[1 - c],
-                                before=op, result_types=[t], name=_name(op, 3))
+                                before=op, result_types=[t], name=derived_name(op, 3))
                 new = rw.value(type(op), factored, rest, before=op, result_types=[t])
                 rw.replace_op(op, [new])
                 return True
@@ -165,7 +156,7 @@ class FactorCommon(RewritePattern):
     def _factored(rw: Rewriter, op: Operation, mul: Operation, k, x, y, name: str | None):
         """k * (x + y), before ``op``; the product named ``name``."""
         t = op.results[0].type
-        total = rw.value(type(op), x, y, before=op, result_types=[t], name=_name(op, 1))
+        total = rw.value(type(op), x, y, before=op, result_types=[t], name=derived_name(op, 1))
         return rw.value(type(mul), k, total, before=op, result_types=[t], name=name)
 
 

@@ -14,6 +14,7 @@ results can differ in the last bits.
 from __future__ import annotations
 
 from pir.ir.core import Operation
+from pir.passes.canonicalize.matchers import derived_name, producer
 from pir.passes.rewriter import RewritePattern, Rewriter
 
 __all__ = ["PATTERNS"]
@@ -24,10 +25,8 @@ _DIMS = ("lhs_batching_dimensions", "rhs_batching_dimensions",
 
 def _product(v) -> Operation | None:
     """The dot_general that makes ``v`` when ``v`` has no other use, else None."""
-    owner = getattr(v, "op", None)
-    if owner is None or owner.name != "prim.dot_general" or len(v.uses) != 1:
-        return None
-    return owner
+    owner = producer(v, "prim.dot_general")
+    return owner if owner is not None and len(v.uses) == 1 else None
 
 
 class AddOfProducts(RewritePattern):
@@ -50,9 +49,8 @@ class AddOfProducts(RewritePattern):
             a, b = p.operands[1 - shared], q.operands[1 - shared]
             if a.type != b.type:
                 return False
-            base = op.results[0].name
             total = rw.value(type(op), a, b, before=op, result_types=[a.type],
-                             name=f"{base}.1" if base else None)
+                             name=derived_name(op, 1))
             pair = (total, p.operands[1]) if shared == 1 else (p.operands[0], total)
             new = rw.value(type(p), *pair, before=op, result_types=[op.results[0].type],
                            **{attr: getattr(p, attr) for attr in _DIMS})

@@ -130,11 +130,11 @@ class Plan:
         # the TVM tensor of each input a kernel reads, made once a run (not once a use)
         self.arg_tensors: dict[Value, tvm.runtime.Tensor] = {}
         self._kernel_args: set[Value] = set()
+        # per step: True when it is small enough that one thread beats waking the others
+        # (None: a step that runs no planned kernel)
+        self.small: list[bool | None] = []
         self._assign_slots()
         self._make_steps()
-        # per step: True when it is small enough that one thread beats waking the others
-        # (None: a step that runs no TVM code)
-        self.small = [self._small(op, step) for op, step in self.steps]
         # what a run binds before its steps: all but the learned dims
         self.bind = {d: n for d, n in self.symbols.items() if d not in self.learned}
 
@@ -228,12 +228,15 @@ class Plan:
             if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results) \
                     and all(d in self.symbols for d in self.program.kernel(op).free):
                 self.steps.append((op, self._checked(op, self._kernel_step(op))))
-            elif matmul_form(op) is not None and op.results[0] in self.slot_of:
+                self.small.append(self._small(op))
+                continue
+            if matmul_form(op) is not None and op.results[0] in self.slot_of:
                 self.steps.append((op, self._checked(op, self._matmul_step(op))))
             else:
                 if self._planned(op) and not self._sized(op):
                     self.unsized = True
                 self.steps.append((op, self._reference_step(op)))
+            self.small.append(None)
 
     def _checked(self, op: Operation, step: Callable[[], None]) -> Callable[[], None]:
         """``step``, first checking the learned dims that size it (see ``learned``)."""
@@ -257,12 +260,10 @@ class Plan:
         checked.__qualname__ = step.__qualname__  # the kind of step it is, for profiles
         return checked
 
-    def _small(self, op: Operation, step) -> bool | None:
-        """Whether the kernel step of ``op`` touches fewer than SMALL_STEP elements (operands
+    def _small(self, op: Operation) -> bool:
+        """Whether the planned kernel ``op`` touches fewer than SMALL_STEP elements (operands
         and results together): waking the pool's other threads for a parallel loop costs
         3-5 us here, more than such a kernel takes on one thread."""
-        if not step.__qualname__.startswith("Plan._kernel_step"):
-            return None
         total = 0
         for v in [*op.operands, *op.results]:
             shape = bound_shape(v.type, self.symbols) if isinstance(v.type, TensorType) else ()
