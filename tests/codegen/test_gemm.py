@@ -178,6 +178,19 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+def test_positions_no_tile_divides_keep_the_register_tile():
+    # 9 x 9 = 81 positions: no tile of 4..8 rows divides them.  The last tile is cut by a
+    # predicate; TVM's pad_einsum refuses a convolution's window indices, which used to
+    # leave such a kernel on the generic schedule (about 100x slower)
+    module, before, _ = _compile(_conv_model(32, 32, 3, 1, 1, 9))
+    (kernel,) = _kernels(module, "conv")
+    assert 'scope="local"' in kernel.source and "T.where(" in kernel.source
+    x = np.random.default_rng(6).standard_normal((2, 32, 9, 9)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("o,k,stride,pad,dil", [
     (64, 3, 1, 1, 1),    # Whisper's first conv1d: kernel 3, "same"
     (24, 3, 2, 1, 1),    # stride 2, channels padded to 32

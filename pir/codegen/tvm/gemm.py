@@ -325,12 +325,16 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
     mi_rows = _tile_rows(extent)
     pads = []
     try:
-        if not (isinstance(extent, tirx.IntImm) and extent.value % mi_rows == 0):
-            # A row count the tile does not divide (a symbolic batch or sequence): pad the
-            # rows to a multiple of the tile (TVM's pad_einsum: the input rows are copied into
-            # a zero-padded buffer, tile by tile below, and the output copied out), so the
-            # accumulator is a fixed-size tile that stays in registers.  With a predicate
-            # instead, TVM cannot bound the accumulator and sizes it for the whole output.
+        if not isinstance(extent, tirx.IntImm):
+            # A symbolic row count (a batch or sequence): pad the rows to a multiple of the
+            # tile (TVM's pad_einsum: the input rows are copied into a zero-padded buffer,
+            # tile by tile below, and the output copied out), so the accumulator is a
+            # fixed-size tile that stays in registers.  With a predicate instead, TVM cannot
+            # bound the accumulator and sizes it for the whole output.  A static count the
+            # tile does not divide (a convolution's 9 x 9 positions) takes the predicate: TVM
+            # bounds that accumulator, and pad_einsum would refuse a convolution anyway (its
+            # window and packed-weight indices are not plain iterators), which left it on the
+            # generic schedule, 100x slower.
             known = {sch.get(b).name_hint for b in sch.get_child_blocks(sch.get_sblock("root"))}
             sch.pad_einsum(dot, [1] * len(outer) + [mi_rows, 1, 1] + [1] * n_reduce)
             pads = [b for b in sch.get_producers(dot) if sch.get(b).name_hint not in known]
