@@ -135,11 +135,13 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
     from pir.codegen.tvm.lower import lower_block
+    from pir.codegen.tvm.nchwc import BLOCK
     from pir.codegen.tvm.schedule import schedule_cpu
 
     kernel = lower_block(block, symbol)
     if kind in (MATMUL, CONV):
-        sch = schedule_matmul(kernel, split_cols=kind == CONV)
+        sch = schedule_matmul(kernel, split_cols=kind == CONV,
+                              lanes=BLOCK if kind == CONV and _blocked(block) else None)
         if sch is not None:
             return sch.mod
     if kind == DWCONV:
@@ -147,6 +149,14 @@ def _schedule(block: Block, symbol: str, kind: str | None):
         if sch is not None:
             return sch.mod
     return schedule_cpu(kernel)
+
+
+def _blocked(block: Block) -> bool:
+    """Whether a conv group's region reads or writes a value in channel blocks."""
+    from pir.codegen.tvm.nchwc import blocked_source, yields_blocked
+
+    return yields_blocked(block) or any(blocked_source(r) is not None
+                                        for op in block.ops for r in op.results)
 
 
 def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:

@@ -19,6 +19,10 @@ by 32 output channels (two vectors, loaded from a panel of the packed weights, e
 contiguous ``C x R x S x 32`` slab), accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.
 A 1x1 convolution over many positions is instead ``gemm[n, o, p]``, positions in the vectors
 (:func:`_positions_in_lanes`).
+
+Between two such groups the value goes in channel blocks, ``[N, C/16, H, W, 16]``
+(pir.codegen.tvm.nchwc): a group whose input comes blocked reduces over ``(C/16, R, S, 16)``
+and reads the blocks directly (:func:`_conv_blocked`).
 """
 
 from __future__ import annotations
@@ -29,9 +33,12 @@ from tvm import te, tirx
 
 from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
 from pir.codegen.tvm.lower import RULES, tvm_dtype
+from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
+                                   pack_weights, plan_blocked, yields_blocked)
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
+from pir.ir.dialects.fusion import GroupOp
 from pir.ir.types import DType, TensorType
 
 __all__ = ["form_conv_groups", "CONV"]
@@ -78,6 +85,9 @@ def _conv(op, ins, ctx, name):
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
     # the zero-padded input, computed once (input-sized): the window loads below are then
     # plain loads, which the GEMM reads directly, with no im2col copy
+    xb = blocked_source(op.operands[0])
+    if xb is not None:
+        return _conv_blocked(op, ctx.env[xb], w, n, ctx, name)
     x = padded_input(op, x, n, name)
     if _positions_in_lanes(op):
         # [N, O, P]: vectors of output positions, which the input, a residual and the
@@ -117,12 +127,36 @@ def _positions_in_lanes(op) -> bool:
     win = op.window(2)
     unpadded = not any(win["padding_low"] + win["padding_high"])
     return (kr == ks == 1 and win["window_strides"] == (1, 1) and unpadded
-            and ho * wo >= 256 and _panel(ho * wo) == 32)
+            and ho * wo >= 256 and _panel(ho * wo) == 32 and not yields_blocked(op.parent))
 
 
-def padded_input(op, x, n, name: str):
-    """``x`` (``[N, C, H, W]``) zero-padded by the convolution's padding, as a compute
-    named ``*_xpad`` (the schedules find it by that name); ``x`` itself without padding."""
+def _conv_blocked(op, xb, w, n, ctx, name):
+    """The GEMM form of a convolution whose input comes in channel blocks
+    (``xb``: ``[N, C/16, H, W, 16]``, see pir.codegen.tvm.nchwc): reduced over ``(C/16, R,
+    S, 16)``, the order its weights are packed in, so a tile row's window loads walk one
+    position's 16 channels, contiguous, before the next tap."""
+    c = op.operands[0].type.shape[1]
+    o, _, kr, ks = op.operands[1].type.shape
+    _, _, ho, wo = op.results[0].type.shape
+    win = op.window(2)
+    (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
+    xb = padded_input(op, xb, n, name, blocked=True)
+    rb = te.reduce_axis((0, c // BLOCK), name=f"{name}_cb")
+    rr = te.reduce_axis((0, kr), name=f"{name}_r")
+    rs = te.reduce_axis((0, ks), name=f"{name}_s")
+    ri = te.reduce_axis((0, BLOCK), name=f"{name}_ci")
+    gemm = te.compute(
+        (n, ho * wo, o),
+        lambda b, p, oc: te.sum(
+            xb[b, rb, (p // wo) * sh + rr * dh, (p % wo) * sw + rs * dw, ri]
+            * w[oc, rb * BLOCK + ri, rr, rs], axis=[rb, rr, rs, ri]), name=f"{name}_gemm")
+    return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, y * wo + xx, oc], name=name)
+
+
+def padded_input(op, x, n, name: str, blocked: bool = False):
+    """``x`` (``[N, C, H, W]``, or ``[N, C/16, H, W, 16]`` when ``blocked``) zero-padded by
+    the convolution's padding, as a compute named ``*_xpad`` (the schedules find it by that
+    name); ``x`` itself without padding."""
     _, c, h, wd = op.operands[0].type.shape
     win = op.window(2)
     (ph, pw), (qh, qw) = win["padding_low"], win["padding_high"]
@@ -130,11 +164,17 @@ def padded_input(op, x, n, name: str):
         return x
     dtype = tvm_dtype(op.results[0].type.dtype)
 
-    def pad(b, ci, iy, ix):
+    def pad(b, ci, iy, ix, *lane):
         inside = tirx.all(iy >= ph, iy < h + ph, ix >= pw, ix < wd + pw)
-        return tirx.if_then_else(inside, x(b, ci, iy - ph, ix - pw), tirx.const(0, dtype))
+        return tirx.if_then_else(inside, x(b, ci, iy - ph, ix - pw, *lane),
+                                 tirx.const(0, dtype))
 
-    return te.compute((n, c, h + ph + qh, wd + pw + qw), pad, name=f"{name}_xpad")
+    hp, wp = h + ph + qh, wd + pw + qw
+    shape = (n, c // BLOCK, hp, wp, BLOCK) if blocked else (n, c, hp, wp)
+    if blocked:  # te.compute passes one index per dim, by the function's arity
+        return te.compute(shape, lambda b, ci, iy, ix, i: pad(b, ci, iy, ix, i),
+                          name=f"{name}_xpad")
+    return te.compute(shape, pad, name=f"{name}_xpad")
 
 
 RULES["prim.conv"] = _conv
@@ -158,11 +198,11 @@ def form_conv_groups(block: Block) -> int:
     from pir.ir.dialects.prim.linalg import ConvOp
     from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
 
+    weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
+    makes, reads = plan_blocked({op: _epilogue(op) for op in weights})
+    blocked: list[GroupOp] = []
     count = 0
-    for op in list(block.ops):
-        w = _conv_weights(op)
-        if w is None:
-            continue
+    for op, w in weights.items():
         name = op.results[0].name or "conv"
 
         def core(body: Block, x_arg: Value, op=op, w=w, name=name) -> Value:
@@ -180,11 +220,15 @@ def form_conv_groups(block: Block) -> int:
             if o_pad != o:
                 w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
             bn = _panel(o_pad)
-            packed = np.ascontiguousarray(w.reshape(o_pad // bn, bn, c_in, kr, ks)
-                                          .transpose(0, 2, 3, 4, 1))
+            if op in reads:  # a blocked input: panel rows in its (C/16, R, S, 16) order
+                packed, perm = pack_weights(w, bn), BLOCKED_PANEL_PERM
+            else:
+                packed = np.ascontiguousarray(w.reshape(o_pad // bn, bn, c_in, kr, ks)
+                                              .transpose(0, 2, 3, 4, 1))
+                perm = (0, 4, 1, 2, 3)
             c = body.append(make_constant(enclosing_module(op), packed, f"{name}.packed",
                                           op.loc))
-            kt = body.append(TransposeOp.build(c.results[0], permutation=[0, 4, 1, 2, 3],
+            kt = body.append(TransposeOp.build(c.results[0], permutation=list(perm),
                                                loc=op.loc, result_names=[f"{name}.panels"]))
             wt = op.operands[1].type
             kt = body.append(ReshapeOp.build(kt.results[0], loc=op.loc,
@@ -213,6 +257,9 @@ def form_conv_groups(block: Block) -> int:
                                                 result_types=[op.results[0].type])).results[0]
             return y
 
-        form_group(op, core, _epilogue(op), CONV)
+        group = form_group(op, core, _epilogue(op), CONV)
+        if op in makes:
+            blocked.append(group)
         count += 1
+    block_outputs(blocked)
     return count

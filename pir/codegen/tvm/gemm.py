@@ -275,7 +275,8 @@ def _tile_rows(extent) -> int:
     return TILE_ROWS
 
 
-def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule | None:
+def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
+                    lanes: int | None = None) -> Schedule | None:
     """The register-tiled schedule of a ``matmul`` or ``conv`` group's kernel; None if it
     does not apply (the caller then uses the generic schedule).
 
@@ -284,7 +285,11 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
     convolution (``[N, P, O]`` over C, R, S, see pir.codegen.tvm.conv: ``split_cols``) they
     are split here.
     A convolution's zero-padded input (``*_xpad``) is computed into a buffer before the GEMM;
-    its window loads (``*_col``) are inlined into the GEMM."""
+    its window loads (``*_col``) are inlined into the GEMM.
+
+    ``lanes``: write the tile back in vectors of that many columns (a result or residual in
+    channel blocks of 16, pir.codegen.tvm.nchwc: a 32-wide vector would span two blocks,
+    whose addresses are not one ramp, and TVM would write it a lane at a time)."""
     import tvm
 
     sch = Schedule(tvm.IRModule({kernel.name: kernel.func}))
@@ -397,10 +402,20 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False) -> Schedule
             pass
     for b in vector_blocks:
         try:
-            sch.vectorize(sch.get_loops(b)[-1])
+            _vectorize(sch, sch.get_loops(b)[-1], lanes)
         except ScheduleError:
             pass
     return sch
+
+
+def _vectorize(sch: Schedule, loop, lanes: int | None) -> None:
+    """Vectorise ``loop``, in vectors of ``lanes`` (the pieces unrolled) when it is longer."""
+    extent = sch.get(loop).extent
+    if lanes and isinstance(extent, tirx.IntImm) and extent.value > lanes \
+            and extent.value % lanes == 0:
+        outer, loop = sch.split(loop, [None, lanes])
+        sch.unroll(outer)
+    sch.vectorize(loop)
 
 
 #: The most bytes of the column operand a chunk of panels may hold (L2 is 1-2 MB a core).

@@ -1,0 +1,121 @@
+"""Channel blocks between convolution kernels (pir/codegen/tvm/nchwc.py): which values codegen
+hands over as ``[N, C/16, H, W, 16]``, that a value any other op reads (the function's
+return) stays NCHW, and that the compiled program, and its regions on the reference rules,
+compute what the program did before codegen (padding, stride 2, a residual in blocks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tvm")
+
+import onnx  # noqa: E402
+import onnx.helper as oh  # noqa: E402
+
+from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
+from pir.frontends.onnx.importer import import_model  # noqa: E402
+from pir.ir.dialects.kernel import TvmKernelOp  # noqa: E402
+from pir.ir.parser import parse_module  # noqa: E402
+from pir.ir.printer import print_module  # noqa: E402
+from pir.ir.verifier import verify_module  # noqa: E402
+from pir.passes.manager import PassManager  # noqa: E402
+from pir.passes.pipeline import parse_pipeline  # noqa: E402
+from pir.runtimes.reference import run_function  # noqa: E402
+from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
+
+FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
+
+
+def _model():
+    """a = relu(conv 1x1 16->32), b = relu(conv 3x3 32->32), c = relu(conv 1x1 32->32 + a),
+    d = relu(conv 3x3 stride 2 32->48), y = conv 1x1 48->24; the function returns y and c."""
+    rng = np.random.default_rng(0)
+    inits, nodes = [], []
+
+    def conv(name, x, c, o, k, stride=1, relu=True, residual=None):
+        w = (rng.standard_normal((o, c, k, k)) * 0.2).astype(np.float32)
+        b = rng.standard_normal(o).astype(np.float32)
+        inits.extend([onnx.numpy_helper.from_array(w, f"{name}.w"),
+                      onnx.numpy_helper.from_array(b, f"{name}.b")])
+        out = f"{name}.cv"
+        nodes.append(oh.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [out],
+                                  kernel_shape=[k, k], strides=[stride] * 2,
+                                  pads=[k // 2] * 4))
+        if residual is not None:
+            nodes.append(oh.make_node("Add", [out, residual], [f"{name}.sum"]))
+            out = f"{name}.sum"
+        if relu:
+            nodes.append(oh.make_node("Relu", [out], [name]))
+        else:
+            nodes[-1].output[0] = name
+        return name
+
+    a = conv("a", "x", 16, 32, 1)
+    b = conv("b", a, 32, 32, 3)
+    c = conv("c", b, 32, 32, 1, residual=a)
+    d = conv("d", c, 32, 48, 3, stride=2)
+    conv("y", d, 48, 24, 1, relu=False)
+    g = oh.make_graph(nodes, "chain", [oh.make_tensor_value_info("x", 1, ["N", 16, 9, 9])],
+                      [oh.make_tensor_value_info("y", 1, None),
+                       oh.make_tensor_value_info(c, 1, None)], inits)
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 9
+    return onnx.shape_inference.infer_shapes(model)
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    module = import_model(_model())
+    PassManager(parse_pipeline(FUSE)).run(module)
+    before = parse_module(print_module(module))
+    codegen_module(module, "llvm")
+    verify_module(module)
+    return module, before
+
+
+def _producer_kernel(module, value_name):
+    for op in module.funcs[0].entry.ops:
+        if isinstance(op, TvmKernelOp) and any(r.name == value_name for r in op.results):
+            return op
+    raise AssertionError(value_name)
+
+
+def test_values_only_conv_kernels_read_are_handed_over_in_channel_blocks(compiled):
+    module, _ = compiled
+    shape = {op.results[0].name: op.results[0].type.shape
+             for op in module.funcs[0].entry.ops if isinstance(op, TvmKernelOp)}
+    assert shape["a"] == ("N", 2, 9, 9, 16)   # read by b's conv and, as a residual, by c's
+    assert shape["b"] == ("N", 2, 9, 9, 16)
+    assert shape["d"] == ("N", 3, 5, 5, 16)   # 48 channels: three blocks
+    assert shape["c"] == ("N", 32, 9, 9)      # the function returns it too: NCHW
+    assert shape["y"] == ("N", 24, 9 // 2 + 1, 9 // 2 + 1)  # the function returns it
+    # no layout op at the top level: every conversion is inside a kernel's region
+    assert not [op for op in module.funcs[0].entry.ops if op.name in ("prim.transpose",
+                                                                      "prim.reshape")]
+
+
+def test_a_conv_reading_blocks_packs_its_weights_in_their_order(compiled):
+    module, _ = compiled
+    for name, blocked_input in [("a", False), ("b", True), ("c", True), ("d", False),
+                                ("y", True)]:
+        kernel = _producer_kernel(module, name)
+        packed = [op for op in kernel.body.block.ops if op.name == "builtin.constant"
+                  and op.results[0].name.endswith(".packed")]
+        rank = len(packed[0].results[0].type.shape)
+        assert rank == (6 if blocked_input else 5), name
+    # the tile is written (and the residual read) 16 lanes, one block, at a time
+    assert "T.vectorized(16)" in _producer_kernel(module, "c").source
+
+
+def test_blocked_program_computes_what_the_nchw_one_did(compiled):
+    module, before = compiled
+    x = np.random.default_rng(1).standard_normal((2, 16, 9, 9)).astype(np.float32)
+    want = run_function(before, {"x": x})
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})
+    for k in ("y", "c"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)
+    # the kernels' regions are plain prim IR: the reference rules run them too
+    ref = run_function(parse_module(print_module(module)), {"x": x})
+    for k in ("y", "c"):
+        np.testing.assert_allclose(ref[k], want[k], rtol=1e-5, atol=1e-5)
