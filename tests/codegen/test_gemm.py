@@ -178,14 +178,18 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
-def test_positions_no_tile_divides_keep_the_register_tile():
-    # 9 x 9 = 81 positions: no tile of 4..8 rows divides them.  The last tile is cut by a
-    # predicate; TVM's pad_einsum refuses a convolution's window indices, which used to
-    # leave such a kernel on the generic schedule (about 100x slower)
-    module, before, _ = _compile(_conv_model(32, 32, 3, 1, 1, 9))
+@pytest.mark.parametrize("c,o,k,hw", [
+    (32, 32, 3, 9),   # 9 x 9 = 81 positions
+    (48, 24, 1, 3),   # 9 positions, and 24 channels sliced from 32 (two predicates)
+])
+def test_positions_no_tile_divides_keep_the_register_tile(c, o, k, hw):
+    # No tile of 4..8 rows divides the positions.  The last tile is cut by a predicate;
+    # TVM's pad_einsum refuses a convolution's window indices, which used to leave such a
+    # kernel on the generic schedule (about 100x slower)
+    module, before, _ = _compile(_conv_model(c, o, k, 1, k // 2, hw))
     (kernel,) = _kernels(module, "conv")
     assert 'scope="local"' in kernel.source and "T.where(" in kernel.source
-    x = np.random.default_rng(6).standard_normal((2, 32, 9, 9)).astype(np.float32)
+    x = np.random.default_rng(6).standard_normal((2, c, hw, hw)).astype(np.float32)
     want = run_function(before, {"x": x})["y"]
     got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -388,6 +388,12 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
                if sch.get(b).name_hint in outputs and sch.get(b).name_hint != dot_name]
     vector_blocks = [acc, *pads]
+    if isinstance(extent, tirx.IntImm) and extent.value % mi_rows != 0:
+        # The last row tile is cut by a predicate.  TVM's reverse_compute_inline would keep
+        # only the consumer's own predicate (a slice's `col < 24`) and drop the rows', and
+        # reverse_compute_at can make loops of a varying extent, which it cannot vectorize:
+        # the epilogue stays a pass of its own over the product.
+        written = []
     if len(written) == 1:
         try:
             sch.reverse_compute_inline(written[0])
