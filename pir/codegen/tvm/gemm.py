@@ -333,7 +333,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         if not isinstance(extent, tirx.IntImm):
             # A symbolic row count (a batch or sequence): pad the rows to a multiple of the
             # tile (TVM's pad_einsum: the input rows are copied into a zero-padded buffer,
-            # tile by tile below, and the output copied out), so the accumulator is a
+            # once, and the output copied out), so the accumulator is a
             # fixed-size tile that stays in registers.  With a predicate instead, TVM cannot
             # bound the accumulator and sizes it for the whole output.  A static count the
             # tile does not divide (a convolution's 9 x 9 positions) takes the predicate: TVM
@@ -374,11 +374,9 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         sch.reverse_compute_at(acc, tile)
         init = sch.decompose_reduction(dot, ks[0])
         sch.vectorize(sch.get_loops(init)[-1])
-        for b in pads:
-            # per tile, into a tile-sized buffer of the thread's own (the panels run in
-            # parallel: a shared padded copy would be written by every thread)
-            sch.compute_at(b, tile)
-            sch.set_scope(b, 0, "local")
+        # (the padded copy of the rows is made once, before the parallel loop: per tile, a
+        # batch of one copied 8 x K rows for each of a classifier's 63 panels, and took
+        # 0.40 against 0.33 ms; 125 rows x 768 x 3072 measured the same either way)
     except ScheduleError:
         return None
     if col is not None:
