@@ -37,6 +37,20 @@ def node_model(op_type: str, inputs: dict[str, np.ndarray], outputs: list[str],
     return model
 
 
+def graph_model(nodes, inputs: dict[str, list], outputs: list[str],
+                initializers: dict[str, np.ndarray], opset: int = 17) -> onnx.ModelProto:
+    """A float32 model of ``nodes``: ``inputs`` maps each graph input to its shape
+    (symbolic dims as names), output types are left to shape inference."""
+    graph = helper.make_graph(
+        nodes, "test", [helper.make_tensor_value_info(k, onnx.TensorProto.FLOAT, shape)
+                        for k, shape in inputs.items()],
+        [helper.make_tensor_value_info(o, onnx.TensorProto.FLOAT, None) for o in outputs],
+        [onnx.numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return onnx.shape_inference.infer_shapes(model)
+
+
 def roundtrip(module) -> str:
     """Print, parse and print again; assert the two texts are identical; return the text."""
     text = print_module(module)

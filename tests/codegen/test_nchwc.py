@@ -10,7 +10,6 @@ import pytest
 
 pytest.importorskip("tvm")
 
-import onnx  # noqa: E402
 import onnx.helper as oh  # noqa: E402
 
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
@@ -23,6 +22,7 @@ from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
+from helpers import graph_model  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
@@ -32,13 +32,12 @@ def _model():
     d = relu(conv 3x3 stride 2 32->48), y = conv 3x3 stride 2 48->24; the function returns y
     and c."""
     rng = np.random.default_rng(0)
-    inits, nodes = [], []
+    inits, nodes = {}, []
 
     def conv(name, x, c, o, k, stride=1, relu=True, residual=None):
         w = (rng.standard_normal((o, c, k, k)) * 0.2).astype(np.float32)
         b = rng.standard_normal(o).astype(np.float32)
-        inits.extend([onnx.numpy_helper.from_array(w, f"{name}.w"),
-                      onnx.numpy_helper.from_array(b, f"{name}.b")])
+        inits.update({f"{name}.w": w, f"{name}.b": b})
         out = f"{name}.cv"
         nodes.append(oh.make_node("Conv", [x, f"{name}.w", f"{name}.b"], [out],
                                   kernel_shape=[k, k], strides=[stride] * 2,
@@ -57,12 +56,7 @@ def _model():
     c = conv("c", b, 32, 32, 1, residual=a)
     d = conv("d", c, 32, 48, 3, stride=2)
     conv("y", d, 48, 24, 3, stride=2, relu=False)
-    g = oh.make_graph(nodes, "chain", [oh.make_tensor_value_info("x", 1, ["N", 16, 9, 9])],
-                      [oh.make_tensor_value_info("y", 1, None),
-                       oh.make_tensor_value_info(c, 1, None)], inits)
-    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
-    model.ir_version = 9
-    return onnx.shape_inference.infer_shapes(model)
+    return graph_model(nodes, {"x": ["N", 16, 9, 9]}, ["y", c], inits)
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +116,49 @@ def test_blocked_program_computes_what_the_nchw_one_did(compiled):
     ref = run_function(parse_module(print_module(module)), {"x": x})
     for k in ("y", "c"):
         np.testing.assert_allclose(ref[k], want[k], rtol=1e-5, atol=1e-5)
+
+
+def _stem_model():
+    """ResNet's stem in small: conv 3x3 stride 2 (+ bias) -> relu -> max pool 3x3 stride 2
+    -> conv 1x1 -> relu."""
+    rng = np.random.default_rng(3)
+    w1 = (rng.standard_normal((16, 3, 3, 3)) * 0.3).astype(np.float32)
+    b1 = rng.standard_normal(16).astype(np.float32)
+    w2 = (rng.standard_normal((32, 16, 1, 1)) * 0.3).astype(np.float32)
+    nodes = [oh.make_node("Conv", ["x", "w1", "b1"], ["cv"], kernel_shape=[3, 3],
+                          strides=[2, 2], pads=[1] * 4),
+             oh.make_node("Relu", ["cv"], ["r"]),
+             oh.make_node("MaxPool", ["r"], ["pool"], kernel_shape=[3, 3], strides=[2, 2],
+                          pads=[1] * 4),
+             oh.make_node("Conv", ["pool", "w2"], ["cv2"], kernel_shape=[1, 1]),
+             oh.make_node("Relu", ["cv2"], ["y"])]
+    return graph_model(nodes, {"x": ["N", 3, 18, 18]}, ["y"], {"w1": w1, "b1": b1, "w2": w2})
+
+
+def test_a_pool_between_convs_takes_the_bias_and_relu_off_and_computes_on_blocks():
+    module = import_model(_stem_model())
+    PassManager(parse_pipeline(FUSE)).run(module)
+    before = parse_module(print_module(module))
+    (pool_group,) = [op for op in module.funcs[0].entry.ops
+                     if op.name == "fusion.group" and op.kind == "injective"]
+    assert "prim.add" in [op.name for op in pool_group.body.block.ops]  # the bias, in fuse's
+    codegen_module(module, "llvm")
+    verify_module(module)
+    kernels = [op for op in module.funcs[0].entry.ops if isinstance(op, TvmKernelOp)]
+    stem, pool = kernels[0], kernels[1]
+    # the elementwise front (bias, relu) of the pool's group is the stem conv's epilogue now
+    assert stem.kind == "conv" and "prim.max" in [op.name for op in stem.body.block.ops]
+    assert "epilogue_of" not in pool.attributes
+    # the stem's result and the pool's are handed over in blocks, and the pool's region
+    # pads and slices blocks (the 16 channels of a position in one vector)
+    assert stem.results[0].type.shape == ("N", 1, 9, 9, 16)
+    assert pool.results[0].type.shape == ("N", 1, 5, 5, 16)
+    pads = [op for op in pool.body.block.ops if op.name == "prim.pad"]
+    assert pads and len(pads[0].results[0].type.shape) == 5
+    assert "T.vectorized(16)" in pool.source
+    x = np.random.default_rng(2).standard_normal((2, 3, 18, 18)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    ref = run_function(parse_module(print_module(module)), {"x": x})["y"]
+    np.testing.assert_allclose(ref, want, rtol=1e-5, atol=1e-5)

@@ -31,10 +31,12 @@ import numpy as np
 
 from tvm import te, tirx
 
+from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
+from pir.codegen.tvm.nchwc_region import block_region, keeps_channels
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
@@ -213,7 +215,13 @@ def form_conv_groups(block: Block) -> int:
     from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
 
     weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
-    makes, reads = plan_blocked({op: _epilogue(op) for op in weights})
+    for op in weights:
+        users = {u.op for u in op.results[0].uses}
+        if len(users) == 1 and isinstance(g := users.pop(), GroupOp) \
+                and g.kind != "elementwise" and g.parent is block:
+            split_elementwise_front(g, op.results[0])  # (a pool after bias and relu)
+    others = [g for g in block.ops if isinstance(g, GroupOp) and keeps_channels(g)]
+    makes, reads, regions = plan_blocked({op: _epilogue(op) for op in weights}, others)
     blocked: list[GroupOp] = []
     count = 0
     for op, w in weights.items():
@@ -275,5 +283,8 @@ def form_conv_groups(block: Block) -> int:
         if op in makes:
             blocked.append(group)
         count += 1
+    for g, args in regions.items():
+        block_region(g, args)
+        blocked.append(g)
     block_outputs(blocked)
     return count

@@ -30,7 +30,7 @@ from pir.ir.dialects.fusion import GroupOp
 from pir.ir.types import DType, TensorType
 
 __all__ = ["BLOCK", "plan_blocked", "block_outputs", "blocked_source", "yields_blocked",
-           "pack_weights", "BLOCKED_PANEL_PERM"]
+           "pack_weights", "BLOCKED_PANEL_PERM", "to_blocked", "blocked_type", "FROM_PERM"]
 
 #: Channels per block: one AVX-512 vector of float32.
 BLOCK = 16
@@ -56,46 +56,67 @@ def _blockable(t) -> bool:
             and t.shape[1] % BLOCK == 0 and t.shape[1] > 0)
 
 
-def plan_blocked(convs: dict[Operation, GroupOp | None]) -> tuple[set, set]:
+def plan_blocked(convs: dict[Operation, GroupOp | None],
+                 others: list[GroupOp] = ()) -> tuple[set, set, dict]:
     """Which of ``convs`` (each convolution that becomes a ``conv`` group -> its epilogue
-    group, or None) make a blocked result, and which read a blocked input.
+    group, or None) make a blocked result, which read a blocked input, and how each of
+    ``others`` (groups that keep channels apart, pir.codegen.tvm.nchwc_region) computes on
+    blocks: group -> the indices of its blocked operands.
 
-    A group's result is blocked when every user of it is another of these convolutions (its
-    input) or the epilogue of one (a residual).  Decided before the groups are formed, so
-    that a reader's weights are packed in the blocked order from the start."""
+    A result is blocked when every user of it reads blocks: a convolution (its input), the
+    epilogue of one (a residual), or one of ``others`` whose own result is blocked.  One of
+    ``others`` makes a blocked result only when it reads a blocked operand (else blocking
+    would only move a transpose).  The largest such set: start from every candidate and drop
+    values until none breaks the rule.  Decided before the groups are formed, so that a
+    reader's weights are packed in the blocked order from the start."""
     conv_of_epilogue = {epi: op for op, epi in convs.items() if epi is not None}
-    makes, reads = set(), set()
-    if not ENABLED:
-        return makes, reads
+    others = [g for g in others if g not in conv_of_epilogue]
+    maker: dict[Value, Operation] = {}
     for op, epi in convs.items():
-        if epi is not None and len(epi.results) != 1:
-            continue
-        out = epi.results[0] if epi is not None else op.results[0]
-        if not _blockable(out.type) or not out.uses:
-            continue
-        inputs = []
-        for use in out.uses:
-            user = use.op
-            if user in convs and use.index == 0 and len(user.operands[0].type.shape) == 4:
-                inputs.append(user)
-            elif user not in conv_of_epilogue:
-                break
-        else:
-            makes.add(op)
-            reads.update(inputs)
-    return makes, reads
+        if epi is None or len(epi.results) == 1:
+            maker[epi.results[0] if epi is not None else op.results[0]] = op
+    for g in others:
+        maker[g.results[0]] = g
+    if not ENABLED:
+        return set(), set(), {}
+    blocked = {v for v in maker if _blockable(v.type) and v.uses}
+
+    def reads_blocks(use) -> bool:
+        user = use.op
+        if user in convs:
+            return use.index == 0 and len(user.operands[0].type.shape) == 4
+        return user in conv_of_epilogue or (user in others and user.results[0] in blocked)
+
+    changed = True
+    while changed:
+        changed = False
+        for v in list(blocked):
+            m = maker[v]
+            if not all(reads_blocks(u) for u in v.uses) or (
+                    isinstance(m, GroupOp) and not any(o in blocked for o in m.operands)):
+                blocked.discard(v)
+                changed = True
+    makes = {maker[v] for v in blocked if maker[v] in convs}
+    reads = {u.op for v in blocked for u in v.uses if u.op in convs}
+    # (a group with a blocked operand has a blocked result: else that operand's use would
+    # have dropped it, and the other way round)
+    regions = {g: {i for i, o in enumerate(g.operands) if o in blocked}
+               for g in others if g.results[0] in blocked}
+    return makes, reads, regions
 
 
 def block_outputs(groups: list[GroupOp]) -> None:
-    """Hand the result of each of ``groups`` (conv groups whose result :func:`plan_blocked`
-    chose) to its readers in blocks: ``to_blocked`` before the maker's yield, the result's
-    type made blocked, and ``from_blocked`` at the start of each reader's region."""
+    """Hand the result of each of ``groups`` (whose result :func:`plan_blocked` chose) to its
+    readers in blocks: ``to_blocked`` before the maker's yield (unless its region already
+    computes on blocks), the result's type made blocked, and ``from_blocked`` at the start
+    of each reader's region (unless it computes on blocks)."""
     for g in groups:
         v = g.results[0]
-        body = g.body.block
-        term = body.terminator
-        term.set_operand(0, _to_blocked(body, body.index(term), term.operands[0]))
-        v.type = blocked_type(v.type)
+        if len(v.type.shape) == 4:
+            body = g.body.block
+            term = body.terminator
+            term.set_operand(0, to_blocked(body, body.index(term), term.operands[0]))
+            v.type = blocked_type(v.type)
         for use in list(v.uses):
             reader = use.op
             assert isinstance(reader, GroupOp), "plan_blocked admits only group readers"
@@ -104,17 +125,19 @@ def block_outputs(groups: list[GroupOp]) -> None:
                 _from_blocked(reader.body.block, arg, v.type)
 
 
-def _to_blocked(body: Block, at: int, y: Value) -> Value:
+def to_blocked(body: Block, at: int, y: Value) -> Value:
+    """Insert at ``at`` in ``body`` the reshape and transpose that block ``y`` (NCHW)."""
     from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
 
     t: TensorType = y.type
     n, c, h, w = t.shape
     name = y.name or "y"
+    loc = getattr(y.owner, "loc", None)
     split = body.insert(at, ReshapeOp.build(
-        y, result_types=[t.with_shape([n, c // BLOCK, BLOCK, h, w])], loc=y.owner.loc,
+        y, result_types=[t.with_shape([n, c // BLOCK, BLOCK, h, w])], loc=loc,
         result_names=[f"{name}.cb"]))
     return body.insert(at + 1, TransposeOp.build(
-        split.results[0], permutation=list(TO_PERM), loc=y.owner.loc,
+        split.results[0], permutation=list(TO_PERM), loc=loc,
         result_names=[f"{name}.nchwc"])).results[0]
 
 
