@@ -162,3 +162,77 @@ def test_a_pool_between_convs_takes_the_bias_and_relu_off_and_computes_on_blocks
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     ref = run_function(parse_module(print_module(module)), {"x": x})["y"]
     np.testing.assert_allclose(ref, want, rtol=1e-5, atol=1e-5)
+
+
+_GROUP = """
+module @m {
+  func.func @main(%x: tensor<2x32x5x5xf32>, %s: tensor<1x32x1x1xf32>) -> (tensor<2x32x4x4xf32>) {
+    %y = fusion.group(%x, %s) ({
+    ^bb0(%x_1: tensor<2x32x5x5xf32>, %s_1: tensor<1x32x1x1xf32>):
+      %sb = prim.broadcast_in_dim(%s_1) {broadcast_dimensions = [0, 1, 2, 3]} : (tensor<1x32x1x1xf32>) -> tensor<2x32x5x5xf32>
+      %m = prim.mul(%x_1, %sb) : (tensor<2x32x5x5xf32>, tensor<2x32x5x5xf32>) -> tensor<2x32x5x5xf32>
+      %z = builtin.constant() {value = dense<0.0> : tensor<f32>} : () -> tensor<f32>
+      %p = prim.pad(%m, %z) {edge_padding_low = [0, 0, 0, 1], edge_padding_high = [0, 0, 1, 0]} : (tensor<2x32x5x5xf32>, tensor<f32>) -> tensor<2x32x6x6xf32>
+      %a = prim.slice(%p) {start_indices = [0, 0, 0, 0], limit_indices = [2, 32, 6, 6], strides = [1, 1, 2, 2]} : (tensor<2x32x6x6xf32>) -> tensor<2x32x3x3xf32>
+      %b = prim.slice(%p) {start_indices = [1, 1], limit_indices = [5, 5], axes = [2, 3]} : (tensor<2x32x6x6xf32>) -> tensor<2x32x4x4xf32>
+      %y_1 = prim.exp(%b) : (tensor<2x32x4x4xf32>) -> tensor<2x32x4x4xf32>
+      fusion.yield(%y_1) : (tensor<2x32x4x4xf32>) -> ()
+    }) {kind = "injective"} : (tensor<2x32x5x5xf32>, tensor<1x32x1x1xf32>) -> tensor<2x32x4x4xf32>
+    func.return(%y) : (tensor<2x32x4x4xf32>) -> ()
+  }
+}
+"""
+
+
+def _blocks(a: np.ndarray) -> np.ndarray:
+    n, c, h, w = a.shape
+    return a.reshape(n, c // 16, 16, h, w).transpose(0, 1, 3, 4, 2)
+
+
+@pytest.mark.parametrize("blocked_args", [{0}, set()])
+def test_a_region_that_keeps_channels_apart_computes_the_same_on_blocks(blocked_args):
+    from pir.codegen.tvm.nchwc import blocked_type
+    from pir.codegen.tvm.nchwc_region import block_region, keeps_channels
+    from pir.ir.types import FunctionType
+
+    module = parse_module(_GROUP)
+    (g,) = [op for op in module.funcs[0].entry.ops if op.name == "fusion.group"]
+    assert keeps_channels(g)
+    rng = np.random.default_rng(5)
+    feeds = {"x": rng.standard_normal((2, 32, 5, 5)).astype(np.float32),
+             "s": rng.standard_normal((1, 32, 1, 1)).astype(np.float32)}
+    want = run_function(module, feeds)["y"]
+    block_region(g, blocked_args)
+    # a slice without axes takes the new dim whole; a pad pads it by 0; the [1, C, 1, 1]
+    # argument (not blocked) is blocked inside the region
+    shapes = [op.results[0].type.shape for op in g.body.block.ops if op.results]
+    assert (2, 2, 3, 3, 16) in shapes and (2, 2, 6, 6, 16) in shapes
+    assert g.results[0].type.shape == (2, 2, 4, 4, 16)
+    # the function now takes x (when blocked) and returns y in blocks, as its readers would
+    fn = module.funcs[0]
+    if 0 in blocked_args:
+        fn.entry.args[0].type = blocked_type(fn.entry.args[0].type)
+    fn.attributes["function_type"] = FunctionType(tuple(a.type for a in fn.entry.args),
+                                                  (g.results[0].type,))
+    x = _blocks(feeds["x"]) if 0 in blocked_args else feeds["x"]
+    got = run_function(parse_module(print_module(module)), {"x": x, "s": feeds["s"]})["y"]
+    np.testing.assert_allclose(got, _blocks(want), rtol=1e-6)
+
+
+def test_a_region_that_mixes_channels_stays_nchw():
+    from pir.codegen.tvm.nchwc_region import keeps_channels
+
+    text = """
+module @m {
+  func.func @main(%x: tensor<2x32x5x5xf32>) -> (tensor<2x16x5x5xf32>) {
+    %y = fusion.group(%x) ({
+    ^bb0(%x_1: tensor<2x32x5x5xf32>):
+      %b = prim.slice(%x_1) {start_indices = [16], limit_indices = [32], axes = [1]} : (tensor<2x32x5x5xf32>) -> tensor<2x16x5x5xf32>
+      fusion.yield(%b) : (tensor<2x16x5x5xf32>) -> ()
+    }) {kind = "injective"} : (tensor<2x32x5x5xf32>) -> tensor<2x16x5x5xf32>
+    func.return(%y) : (tensor<2x16x5x5xf32>) -> ()
+  }
+}
+"""
+    (g,) = [op for op in parse_module(text).funcs[0].entry.ops if op.name == "fusion.group"]
+    assert not keeps_channels(g)  # a slice of the channel dim

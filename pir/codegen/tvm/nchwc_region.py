@@ -128,7 +128,8 @@ def _block_op(body, op: Operation) -> None:
         kw = {"axes": list(axes)} if axes else {}
         starts, limits = list(op.start_indices), list(op.limit_indices)
         strides = list(attr_or_default(op, "strides") or ())
-        if not axes:
+        if not axes:  # the channel dim whole (keeps_channels): C/16 blocks
+            limits[1] //= BLOCK
             starts, limits = starts + [0], limits + [BLOCK]
             strides = strides + [1] if strides else []
         if strides:
