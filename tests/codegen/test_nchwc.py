@@ -236,3 +236,55 @@ module @m {
 """
     (g,) = [op for op in parse_module(text).funcs[0].entry.ops if op.name == "fusion.group"]
     assert not keeps_channels(g)  # a slice of the channel dim
+
+
+def _bottleneck_model():
+    """Two ResNet bottleneck blocks, the first with a strided downsample: out = relu(c(b(a(x)))
+    + down(x)), then out2 = relu(c2(b2(a2(out))) + out)."""
+    rng = np.random.default_rng(7)
+    inits, nodes = {}, []
+
+    def conv(name, x, c, o, k, stride=1, relu=True):
+        inits[f"{name}.w"] = (rng.standard_normal((o, c, k, k)) * 0.2).astype(np.float32)
+        out = name if not relu else f"{name}.cv"
+        nodes.append(oh.make_node("Conv", [x, f"{name}.w"], [out], kernel_shape=[k, k],
+                                  strides=[stride] * 2, pads=[k // 2] * 4))
+        if relu:
+            nodes.append(oh.make_node("Relu", [out], [name]))
+        return name
+
+    def block(p, x, c, mid, o, stride, down):
+        h = conv(f"{p}.b", conv(f"{p}.a", x, c, mid, 1), mid, mid, 3, stride)
+        h = conv(f"{p}.c", h, mid, o, 1, relu=False)
+        res = conv(f"{p}.down", x, c, o, 1, stride, relu=False) if down else x
+        nodes.append(oh.make_node("Add", [h, res], [f"{p}.sum"]))
+        nodes.append(oh.make_node("Relu", [f"{p}.sum"], [f"{p}.out"]))
+        return f"{p}.out"
+
+    y = block("b1", block("b0", "x", 16, 16, 32, 2, True), 32, 16, 32, 1, False)
+    nodes.append(oh.make_node("Relu", [y], ["y"]))
+    return graph_model(nodes, {"x": ["N", 16, 12, 12]}, ["y"], inits)
+
+
+def test_a_conv_packs_its_weights_for_blocks_exactly_when_its_input_comes_in_blocks():
+    module = import_model(_bottleneck_model())
+    PassManager(parse_pipeline(FUSE)).run(module)
+    before = parse_module(print_module(module))
+    codegen_module(module, "llvm")
+    convs = {op.results[0].name: op for op in module.funcs[0].entry.ops
+             if isinstance(op, TvmKernelOp) and op.kind == "conv"}
+    for name, k in convs.items():
+        (packed,) = [op for op in k.body.block.ops if op.name == "builtin.constant"
+                     and op.results[0].name.endswith(".packed")]
+        blocked_in = len(k.body.block.args[0].type.shape) == 5
+        # (b0.b's strided 3x3 onto 36 positions unblocks its input: conv.reduces_blocks)
+        assert (len(packed.results[0].type.shape) == 6) == (blocked_in and name != "b0.b"), name
+    # the block output and the downsample both reach the next convs in blocks; the
+    # downsample is an input of the output conv's epilogue, which that conv took
+    assert convs["b0.out"].results[0].type.shape == ("N", 2, 6, 6, 16)
+    assert convs["b0.down"].results[0].type.shape == ("N", 2, 6, 6, 16)
+    assert len(convs["b1.a"].body.block.args[0].type.shape) == 5
+    x = np.random.default_rng(8).standard_normal((2, 16, 12, 12)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -221,7 +221,15 @@ def form_conv_groups(block: Block) -> int:
                 and g.kind != "elementwise" and g.parent is block:
             split_elementwise_front(g, op.results[0])  # (a pool after bias and relu)
     others = [g for g in block.ops if isinstance(g, GroupOp) and keeps_channels(g)]
-    makes, reads, regions = plan_blocked({op: _epilogue(op) for op in weights}, others)
+    # Each conv's epilogue, as forming will take it: a group that reads two convolutions'
+    # results (a residual block's output convolution and its downsample) is the epilogue of
+    # the first, and the second's result is an input of that group
+    epilogues, claimed = {}, set()
+    for op in weights:
+        epi = _epilogue(op)
+        epilogues[op] = epi if epi not in claimed else None
+        claimed.add(epi)
+    makes, reads, regions = plan_blocked(epilogues, others)
     blocked: list[GroupOp] = []
     count = 0
     for op, w in weights.items():
@@ -279,7 +287,7 @@ def form_conv_groups(block: Block) -> int:
                                                 result_types=[op.results[0].type])).results[0]
             return y
 
-        group = form_group(op, core, _epilogue(op), CONV)
+        group = form_group(op, core, epilogues[op], CONV)
         if op in makes:
             blocked.append(group)
         count += 1
