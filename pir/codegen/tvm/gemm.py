@@ -129,11 +129,19 @@ def _gemm_weights(op: Operation) -> np.ndarray | Value | None:
     return w
 
 
+#: From this many columns on, weights are padded to whole 32-wide panels, not 16.
+WIDE_PANEL_COLUMNS = 256
+
+
 def _pack(w: np.ndarray) -> np.ndarray:
     """[K, N] weights as [N/BN, K, BN] panels; columns that 16 does not divide are padded
-    with zeros (a classifier's 1000 outputs: 1008), computed and sliced off."""
+    with zeros, computed and sliced off.  From WIDE_PANEL_COLUMNS on they are padded to a
+    multiple of 32, two vectors a panel row (a classifier's 1000 outputs: 1024, not 1008):
+    each k step then reads 128 bytes of the panel, not 64, and over a batch of one, whose
+    weights stream from memory once, ResNet-50's classifier took 0.55-0.67 ms against
+    0.76-0.78 (ONNX Runtime: 0.32-0.39) for 1.6% more products."""
     k, n = w.shape
-    n_pad = padded_width(n)
+    n_pad = padded_width(n) if n < WIDE_PANEL_COLUMNS else -(-n // 32) * 32
     if n_pad != n:
         w = np.concatenate([w, np.zeros((k, n_pad - n), w.dtype)], axis=1)
     bn = _panel(n_pad)
