@@ -19,6 +19,7 @@ from tvm import te, tirx
 from tvm.s_tir import Schedule, ScheduleError
 
 from pir.codegen.tvm.conv import padded_input
+from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.gemm import _epilogue, form_group
 from pir.codegen.tvm.lower import LoweredKernel
 from pir.ir.core import Block, Operation, Value
@@ -104,7 +105,7 @@ def schedule_depthwise(kernel: LoweredKernel) -> Schedule | None:
     """Planes in parallel, an output row at a time: the R x S loop outside a vector loop over
     the row (see _vectorize_row); the padded input is computed per plane, the epilogue per
     row.  None if a step fails (the generic schedule is then used)."""
-    sch = Schedule(tvm.IRModule({kernel.name: kernel.func}))
+    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
     sch.work_on(kernel.name)
     blocks = sch.get_child_blocks(sch.get_sblock("root"))
     names = {sch.get(b).name_hint: b for b in blocks}

@@ -35,6 +35,7 @@ import numpy as np
 from tvm import te, tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.lower import RULES, LoweredKernel, tvm_dtype
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
@@ -300,7 +301,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     whose addresses are not one ramp, and TVM would write it a lane at a time)."""
     import tvm
 
-    sch = Schedule(tvm.IRModule({kernel.name: kernel.func}))
+    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
     sch.work_on(kernel.name)
     blocks = sch.get_child_blocks(sch.get_sblock("root"))
     gemm = [b for b in blocks if any(iv.iter_type == tirx.IterVar.CommReduce

@@ -29,6 +29,7 @@ import tvm
 from tvm import tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.inplace import reuse_output
 from pir.codegen.tvm.prefetch import prefetch_rows
 from pir.codegen.tvm.lower import LoweredKernel
@@ -45,7 +46,7 @@ _MAX_INLINE_CONSUMERS = 2
 
 def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm.IRModule:
     """The scheduled IRModule of ``kernel`` (its one PrimFunc named ``kernel.name``)."""
-    sch = Schedule(tvm.IRModule({kernel.name: kernel.func}))
+    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
     sch.work_on(kernel.name)
     scheduler = _Scheduler(sch, kernel, vector_bytes)
     scheduler.run()
