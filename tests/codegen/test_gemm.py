@@ -300,6 +300,37 @@ COMPUTED_W = """module {{
 """
 
 
+@pytest.mark.parametrize("rows,n", [(16, 40), (64, 272), ("M", 40), ("M", 1000)])
+def test_an_epilogue_with_two_results_over_sliced_columns_waits_for_every_panel(rows, n):
+    """x @ w + b -> (relu, sigmoid), N padded to whole panels and sliced: the two epilogue
+    blocks read columns of every panel, so they may not run inside the parallel loop over
+    panels (they did, racing the threads still computing other panels: errors of 2-8)."""
+    import onnx.helper as oh
+
+    from helpers import graph_model
+    from pir.codegen.tvm.build import set_threads, threads
+
+    rng = np.random.default_rng(11)
+    w = (rng.standard_normal((32, n)) * 0.2).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    nodes = [oh.make_node("MatMul", ["x", "w"], ["mm"]), oh.make_node("Add", ["mm", "b"], ["t"]),
+             oh.make_node("Relu", ["t"], ["y"]), oh.make_node("Sigmoid", ["t"], ["z"])]
+    module, before, _ = _compile(graph_model(nodes, {"x": [rows, 32]}, ["y", "z"],
+                                             {"w": w, "b": b}))
+    (kernel,) = _kernels(module)
+    assert "prim.slice" in [op.name for op in kernel.body.block.ops]
+    x = rng.standard_normal((16 if rows == "M" else rows, 32)).astype(np.float32)
+    want = run_function(before, {"x": x})
+    was = threads()
+    set_threads(2)  # the race needs a second thread (CI has two cores)
+    try:
+        got = TvmInterpreter(module).run(module.funcs[0], {"x": x})
+    finally:
+        set_threads(was)
+    for k in ("y", "z"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("transposed,k", [(False, 24), (True, 24), (False, 2)])
 def test_computed_weights_are_packed_in_the_kernel(transposed, k):
     """A function that takes its weights as an input (a derivative, a training step): the

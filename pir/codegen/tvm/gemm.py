@@ -408,17 +408,37 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         except ScheduleError:
             pass
     for b in written:
+        saved = sch.copy()
         try:
             sch.reverse_compute_at(b, tile)
-            vector_blocks.append(b)
         except ScheduleError:
-            pass
+            continue
+        if _iterations_under(sch, b, tile) > mi_rows * int(sch.get(cols).extent):
+            # TVM could not narrow the block to the tile (an epilogue that slices padded
+            # columns off): under the parallel panel loop it would write every column and
+            # read panels other threads have not computed yet.  It stays a pass of its own.
+            sch = saved
+            continue
+        vector_blocks.append(b)
     for b in vector_blocks:
         try:
             _vectorize(sch, sch.get_loops(b)[-1], lanes)
         except ScheduleError:
             pass
     return sch
+
+
+def _iterations_under(sch: Schedule, block, loop) -> int:
+    """How many times ``block`` runs per iteration of ``loop`` (one of its loops): the
+    product of the static extents of its loops inside ``loop`` (a symbolic one counts as
+    unbounded)."""
+    loops = sch.get_loops(block)
+    at = next(i for i, lp in enumerate(loops) if sch.get(lp).same_as(sch.get(loop)))
+    n = 1
+    for lp in loops[at + 1:]:
+        extent = sch.get(lp).extent
+        n *= int(extent.value) if isinstance(extent, tirx.IntImm) else 1 << 40
+    return n
 
 
 def _vectorize(sch: Schedule, loop, lanes: int | None) -> None:
