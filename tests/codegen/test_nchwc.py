@@ -288,3 +288,37 @@ def test_a_conv_packs_its_weights_for_blocks_exactly_when_its_input_comes_in_blo
     want = run_function(before, {"x": x})["y"]
     got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_epilogue_of_a_depthwise_conv_stays_nchw_for_it():
+    """relu(r + dw(x2)), r a blocked conv result: the group is the depthwise conv's epilogue,
+    formed after the conv groups from NCHW values, so the layout plan leaves it alone (it
+    used to block it, and the depthwise kernel then failed to lower and stayed a group)."""
+    rng = np.random.default_rng(0)
+
+    def w(*s):
+        return (rng.standard_normal(s) * 0.2).astype(np.float32)
+
+    nodes = [oh.make_node("Conv", ["x", "wr"], ["r"], kernel_shape=[1, 1]),
+             oh.make_node("Conv", ["r", "wc"], ["c"], kernel_shape=[3, 3], pads=[1] * 4),
+             oh.make_node("Conv", ["x2", "wd"], ["d"], kernel_shape=[3, 3], pads=[1] * 4,
+                          group=32),
+             oh.make_node("Add", ["r", "d"], ["s"]), oh.make_node("Relu", ["s"], ["g"]),
+             oh.make_node("Conv", ["g", "wy"], ["y"], kernel_shape=[3, 3], pads=[1] * 4)]
+    model = graph_model(nodes, {"x": [1, 16, 8, 8], "x2": [1, 32, 8, 8]}, ["c", "y"],
+                        {"wr": w(32, 16, 1, 1), "wc": w(32, 32, 3, 3), "wd": w(32, 1, 3, 3),
+                         "wy": w(32, 32, 3, 3)})
+    module = import_model(model)
+    PassManager(parse_pipeline(FUSE)).run(module)
+    before = parse_module(print_module(module))
+    report = codegen_module(module, "llvm")
+    assert report.kept == []
+    kinds = {op.results[0].name: op.kind for op in module.funcs[0].entry.ops
+             if isinstance(op, TvmKernelOp)}
+    assert kinds["g"] == "dwconv"
+    feeds = {"x": rng.standard_normal((1, 16, 8, 8)).astype(np.float32),
+             "x2": rng.standard_normal((1, 32, 8, 8)).astype(np.float32)}
+    want = run_function(before, feeds)
+    got = TvmInterpreter(module).run(module.funcs[0], feeds)
+    for k in ("c", "y"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)

@@ -220,7 +220,11 @@ def form_conv_groups(block: Block) -> int:
         if len(users) == 1 and isinstance(g := users.pop(), GroupOp) \
                 and g.kind != "elementwise" and g.parent is block:
             split_elementwise_front(g, op.results[0])  # (a pool after bias and relu)
-    others = [g for g in block.ops if isinstance(g, GroupOp) and keeps_channels(g)]
+    # (not the epilogue of a convolution this module leaves to others, a depthwise one:
+    # its group is formed later, from NCHW values)
+    taken = {_epilogue(op) for op in block.ops if op.name == "prim.conv" and op not in weights}
+    others = [g for g in block.ops if isinstance(g, GroupOp) and g not in taken
+              and keeps_channels(g)]
     # Each conv's epilogue, as forming will take it: a group that reads two convolutions'
     # results (a residual block's output convolution and its downsample) is the epilogue of
     # the first, and the second's result is an input of that group
