@@ -10,6 +10,8 @@ subclass takes each checked method's unwrapped function (``functools.wraps`` kee
 
 from __future__ import annotations
 
+import inspect
+
 from tvm.s_tir import Schedule
 
 __all__ = ["FastSchedule"]
@@ -20,5 +22,6 @@ class FastSchedule(Schedule):
 
 
 for _name, _method in vars(Schedule).items():
-    if callable(_method) and hasattr(_method, "__wrapped__"):
+    # plain methods only: a staticmethod has a __wrapped__ too, which is not the method
+    if inspect.isfunction(_method) and hasattr(_method, "__wrapped__"):
         setattr(FastSchedule, _name, _method.__wrapped__)
