@@ -322,3 +322,35 @@ def test_the_epilogue_of_a_depthwise_conv_stays_nchw_for_it():
     got = TvmInterpreter(module).run(module.funcs[0], feeds)
     for k in ("c", "y"):
         np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)
+
+
+def test_a_gate_broadcast_stays_out_of_the_split_epilogue():
+    """A squeeze-excite gate (sigmoid of a 1x1 conv of the pooled map) scaling the map before
+    a max pool: the elementwise front moved into the gate conv stops before the broadcast of
+    [N, C, 1, 1] to the whole map, so the conv writes the gate, not a map-sized copy of it."""
+    rng = np.random.default_rng(0)
+
+    def w(*s):
+        return (rng.standard_normal(s) * 0.2).astype(np.float32)
+
+    nodes = [oh.make_node("Conv", ["x", "wa"], ["a"], kernel_shape=[3, 3], pads=[1] * 4),
+             oh.make_node("GlobalAveragePool", ["a"], ["p"]),
+             oh.make_node("Conv", ["p", "ws", "bs"], ["s"], kernel_shape=[1, 1]),
+             oh.make_node("Sigmoid", ["s"], ["sg"]), oh.make_node("Mul", ["a", "sg"], ["m"]),
+             oh.make_node("MaxPool", ["m"], ["mp"], kernel_shape=[3, 3], strides=[2, 2],
+                          pads=[1] * 4),
+             oh.make_node("Conv", ["mp", "wy"], ["y"], kernel_shape=[3, 3], pads=[1] * 4)]
+    model = graph_model(nodes, {"x": ["N", 16, 16, 16]}, ["y"],
+                        {"wa": w(32, 16, 3, 3), "ws": w(32, 32, 1, 1), "bs": w(32),
+                         "wy": w(32, 32, 3, 3)})
+    module = import_model(model)
+    PassManager(parse_pipeline(FUSE)).run(module)
+    before = parse_module(print_module(module))
+    codegen_module(module, "llvm")
+    gate = [op for op in module.funcs[0].entry.ops
+            if isinstance(op, TvmKernelOp) and op.results[0].name == "sg"]
+    assert gate and tuple(gate[0].results[0].type.shape[2:4]) == (1, 1)
+    x = rng.standard_normal((2, 16, 16, 16)).astype(np.float32)
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -40,6 +40,10 @@ def split_elementwise_front(g: GroupOp, result: Value) -> GroupOp | None:
     for op in body.ops[:-1]:
         if not _front_op(op):
             continue
+        if not isinstance(op, ConstantOp) and op.results[0].type != start.type:
+            # a broadcast that grows a value (a squeeze-excite gate's [N, C, 1, 1] to the
+            # whole map) would make the kernel write the grown value, not the product's
+            continue
         if isinstance(op, ConstantOp) or any(v in inside for v in op.operands):
             if all(v in inside or _outside_ok(v, body) for v in op.operands):
                 front.append(op)
