@@ -61,6 +61,13 @@ def _kernels(module, kind=MATMUL):
     return [op for op in module.walk() if isinstance(op, TvmKernelOp) and op.kind == kind]
 
 
+def _matches_reference(module, before, x):
+    """The compiled ``module`` computes ``y`` from ``x`` as the program ``before`` codegen."""
+    want = run_function(before, {"x": x})["y"]
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("rows,shape", [
     (["B", 16], (3, 16)),            # static tile-divisible rows under a symbolic batch
     (["B", "S"], (2, 13)),           # two symbolic dims: padded rows (13 = 8 + 5)
@@ -175,9 +182,7 @@ def test_conv_kernel_matches_reference(c, o, k, stride, pad, hw):
     assert "prim.max" in [op.name for op in kernel.body.block.ops]  # the relu moved in
     assert "T.vectorized(" in kernel.source and "T.unroll(" in kernel.source
     x = np.random.default_rng(4).standard_normal((2, c, hw, hw)).astype(np.float32)
-    want = run_function(before, {"x": x})["y"]
-    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _matches_reference(module, before, x)
 
 
 @pytest.mark.parametrize("c,o,k,hw", [
@@ -192,9 +197,7 @@ def test_positions_no_tile_divides_keep_the_register_tile(c, o, k, hw):
     (kernel,) = _kernels(module, "conv")
     assert 'scope="local"' in kernel.source and "T.where(" in kernel.source
     x = np.random.default_rng(6).standard_normal((2, c, hw, hw)).astype(np.float32)
-    want = run_function(before, {"x": x})["y"]
-    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _matches_reference(module, before, x)
 
 
 @pytest.mark.parametrize("o,k,stride,pad,dil", [
@@ -224,9 +227,7 @@ def test_a_1d_conv_is_a_2d_kernel_over_a_unit_height(o, k, stride, pad, dil):
     assert len(convs[0].operands[0].type.shape) == 4  # [N, C, 1, W]
     assert "prim.max" in [op.name for op in kernel.body.block.ops]  # the relu moved in
     x = rng.standard_normal((2, c, width)).astype(np.float32)
-    want = run_function(before, {"x": x})["y"]
-    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _matches_reference(module, before, x)
 
 
 def test_a_wide_1x1_conv_puts_positions_in_the_vectors_and_adds_its_residual_in_place():
@@ -267,9 +268,7 @@ def test_column_panels_run_in_chunks_that_stay_in_l2():
     assert "for p_0_0 in T.parallel(4):" in kernel.source
     assert "T.grid(N, 4, 8)" in kernel.source  # batch, channel tiles, the chunk's panels
     x = np.random.default_rng(6).standard_normal((2, 64, 32, 32)).astype(np.float32)
-    want = run_function(before, {"x": x})["y"]
-    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _matches_reference(module, before, x)
 
 
 @pytest.mark.parametrize("c,mult,k,stride,pad,hw,relu", [
@@ -284,9 +283,7 @@ def test_depthwise_conv_kernel_matches_reference(c, mult, k, stride, pad, hw, re
     (kernel,) = _kernels(module, "dwconv")
     assert "T.parallel(" in kernel.source and "T.vectorized(" in kernel.source
     x = np.random.default_rng(5).standard_normal((2, c, hw, hw)).astype(np.float32)
-    want = run_function(before, {"x": x})["y"]
-    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y"]
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    _matches_reference(module, before, x)
 
 
 COMPUTED_W = """module {{
