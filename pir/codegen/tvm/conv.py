@@ -208,13 +208,9 @@ def _conv_weights(op: Operation) -> np.ndarray | None:
     return w if w.size else None
 
 
-def form_conv_groups(block: Block) -> int:
-    """Replace each convolution of ``block`` this module compiles (and its epilogue group)
-    by one ``conv`` group."""
-    from pir.ir.dialects.prim.linalg import ConvOp
-    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
-
-    weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
+def _plan_layout(block: Block, weights: dict[Operation, np.ndarray]):
+    """Before ``block``'s conv groups are formed: each convolution's epilogue group (as
+    forming will take it) and the channel-block plan (``nchwc.plan_blocked``)."""
     for op in weights:
         users = {u.op for u in op.results[0].uses}
         if len(users) == 1 and isinstance(g := users.pop(), GroupOp) \
@@ -225,15 +221,24 @@ def form_conv_groups(block: Block) -> int:
     taken = {_epilogue(op) for op in block.ops if op.name == "prim.conv" and op not in weights}
     others = [g for g in block.ops if isinstance(g, GroupOp) and g not in taken
               and keeps_channels(g)]
-    # Each conv's epilogue, as forming will take it: a group that reads two convolutions'
-    # results (a residual block's output convolution and its downsample) is the epilogue of
-    # the first, and the second's result is an input of that group
+    # a group that reads two convolutions' results (a residual block's output convolution
+    # and its downsample) is the epilogue of the first; the second's result is its input
     epilogues, claimed = {}, set()
     for op in weights:
         epi = _epilogue(op)
         epilogues[op] = epi if epi not in claimed else None
         claimed.add(epi)
-    makes, reads, regions = plan_blocked(epilogues, others)
+    return epilogues, plan_blocked(epilogues, others)
+
+
+def form_conv_groups(block: Block) -> int:
+    """Replace each convolution of ``block`` this module compiles (and its epilogue group)
+    by one ``conv`` group."""
+    from pir.ir.dialects.prim.linalg import ConvOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
+
+    weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
+    epilogues, (makes, reads, regions) = _plan_layout(block, weights)
     blocked: list[GroupOp] = []
     count = 0
     for op, w in weights.items():

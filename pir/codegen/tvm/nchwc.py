@@ -34,8 +34,6 @@ __all__ = ["BLOCK", "plan_blocked", "block_outputs", "blocked_source", "yields_b
 
 #: Channels per block: one AVX-512 vector of float32.
 BLOCK = 16
-#: Off: every value stays NCHW (for measuring the layout against the plain one).
-ENABLED = True
 #: to_blocked's transpose: [N, C/16, 16, H, W] -> [N, C/16, H, W, 16]
 TO_PERM = (0, 1, 3, 4, 2)
 #: from_blocked's transpose: [N, C/16, H, W, 16] -> [N, C/16, 16, H, W]
@@ -77,8 +75,6 @@ def plan_blocked(convs: dict[Operation, GroupOp | None],
             maker[epi.results[0] if epi is not None else op.results[0]] = op
     for g in others:
         maker[g.results[0]] = g
-    if not ENABLED:
-        return set(), set(), {}
     blocked = {v for v in maker if _blockable(v.type) and v.uses}
 
     def reads_blocks(use) -> bool:
