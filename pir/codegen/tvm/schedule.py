@@ -16,7 +16,10 @@ rms_norm) need, with no search:
    sum; mean and variance) into a scalar, and its kept values into a row-sized buffer that
    stays in L1, and the input is read from memory once.
 3. **Vectorise** the inner loops.  A reduction is vectorised with ``rfactor``: it is split
-   into lanes that accumulate side by side and a short final reduction over the lanes.
+   into lanes that accumulate side by side and a short final reduction over the lanes.  A
+   row reduction whose data the caches hold keeps four vector accumulators, so that its
+   adds do not wait on each other; one that streams its rows from memory keeps one (see
+   :func:`row_accumulators`).
 
 Anything the schedule can not do for a block (a symbolic inner extent, a shape that does not
 divide by the vector width...) leaves that block correct but slower: scheduling is an
@@ -24,6 +27,8 @@ optimisation, so a ``ScheduleError`` never fails the build.
 """
 
 from __future__ import annotations
+
+import math
 
 import tvm
 from tvm import tirx
@@ -36,12 +41,46 @@ from pir.codegen.tvm.lower import LoweredKernel
 
 __all__ = ["schedule_cpu", "VECTOR_BYTES"]
 
+#: TIR expression nodes that count as one arithmetic op (loads, casts, constants do not).
+_ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Mod", "Min",
+                         "Max", "Select", "Call", "EQ", "NE", "LT", "LE", "GT", "GE", "And",
+                         "Or", "Not"})
+
 #: Bytes per vector the inner loops are split to: one AVX-512 register.  On AVX2 LLVM splits
 #: each 64-byte vector into two, which costs nothing, so one width serves both.
 VECTOR_BYTES = 64
 
 #: A computed (not pure-load) value with more consumers than this is not inlined.
 _MAX_INLINE_CONSUMERS = 2
+
+#: A row kernel whose arguments and results take more bytes than this streams them from
+#: memory: the last-level cache of the machine the schedule was measured on (32 MiB).
+STREAMING_BYTES = 32 << 20
+
+#: Arithmetic ops per element (summed over a row kernel's blocks) up to which a kernel that
+#: streams from memory counts as light: RMSNorm has 7, LayerNorm 13, softmax (its exp a
+#: polynomial) 179.
+LIGHT_OPS = 32
+
+
+def row_accumulators(nbytes: int | None, ops: int, lanes: int) -> tuple[int, int]:
+    """(accumulators, lanes each) for the reductions of a row kernel that moves ``nbytes``
+    (None: a symbolic size) and computes ``ops`` arithmetic ops per element, on vectors of
+    ``lanes``.  Measured on [N, 768] float32 rows, one thread (bench/kernels.py; the A/B
+    figures are in docs/codegen.md):
+
+    - rows the caches hold (N <= 1024): four accumulators, so that the adds of a row do not
+      wait on each other: RMSNorm 10 -> 7 us at N = 128, LayerNorm 15 -> 10.5, softmax 22
+      -> 19;
+    - rows streamed from memory (N = 16384, 96 MiB): one accumulator.  A light kernel
+      measured 10-12% faster with a half-width one (RMSNorm 3.4 -> 3.0 ms, LayerNorm 3.9 ->
+      3.5), a heavy one (softmax) 25% slower, and four accumulators were slower for both:
+      there the time is the memory's, and a reduction that finishes sooner only bunches the
+      row's loads and stores closer together.
+    """
+    if nbytes is None or nbytes <= STREAMING_BYTES:
+        return 4, lanes
+    return (1, max(1, lanes // 2)) if ops <= LIGHT_OPS else (1, lanes)
 
 
 def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm.IRModule:
@@ -62,6 +101,18 @@ def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm
     return mod
 
 
+def _count_ops(expr, seen: set) -> int:
+    """Arithmetic nodes in ``expr``, each shared subexpression once (as LLVM computes it);
+    index arithmetic inside loads is not counted."""
+    if not isinstance(expr, tvm.ir.expr.Expr) or expr in seen:
+        return 0
+    seen.add(expr)
+    count = int(type(expr).__name__ in _ARITHMETIC)
+    for field in ("a", "b", "value", "condition", "true_value", "false_value"):
+        count += _count_ops(getattr(expr, field, None), seen)
+    return count + sum(_count_ops(arg, seen) for arg in getattr(expr, "args", ()))
+
+
 def _uncast(value):
     while isinstance(value, tirx.Cast):
         value = value.value
@@ -74,6 +125,10 @@ class _Scheduler:
         self.kernel = kernel
         self.vector_bytes = vector_bytes
         self.row_loops = 0  # how many dims the parallel row loop fuses (fuse_rows), or 0
+        # rfactor's partial-result buffers -> (accumulators, lanes), and the buffers that fold
+        # several accumulators into one, both found again by buffer after compute_at
+        self.partials: list[tuple[tirx.Buffer, tuple[int, int]]] = []
+        self.folds: list[tirx.Buffer] = []
 
     # -- queries -------------------------------------------------------------------------
 
@@ -138,6 +193,26 @@ class _Scheduler:
         return inner > 0 and len(shape) == rank and all(
             isinstance(d, tirx.IntImm) and d.value == 1 for d in shape[rank - inner:])
 
+    def written(self, block, buffers) -> bool:
+        store = self.store(block)
+        return store is not None and any(store.buffer.same_as(b) for b in buffers)
+
+    def nbytes(self) -> int | None:
+        """Bytes of the kernel's arguments and results, None when a dim is symbolic."""
+        total = 0
+        for t in (*self.kernel.inputs, *self.kernel.outputs):
+            if not all(isinstance(d, tirx.IntImm) for d in t.shape):
+                return None
+            total += math.prod(int(d) for d in t.shape) * tvm.DataType(str(t.dtype)).bits // 8
+        return total
+
+    def ops_per_element(self) -> int:
+        """Arithmetic ops in the stores of all blocks (after inlining): the work a row kernel
+        does per element, give or take its per-row statistics."""
+        seen: set = set()
+        return sum(_count_ops(self.store(b).value, seen) for b in self.blocks()
+                   if self.store(b) is not None)
+
     def lanes(self, block) -> int:
         store = self.store(block)
         if store is None:
@@ -195,7 +270,11 @@ class _Scheduler:
         try:
             # rfactor first, while each reduction still has its own loop nest: the partial
             # (lane) sums and the final sum over the lanes then both move under the row loop
-            rfs = [self.rfactor(b) for b in self.blocks() if self.is_reduction(b)]
+            accumulators, lanes = row_accumulators(self.nbytes(), self.ops_per_element(),
+                                                   self.lanes(anchor))
+            for b in self.blocks():
+                if self.is_reduction(b):
+                    self.rfactor(b, accumulators, lanes)
             loops = sch.get_loops(anchor)
             row = sch.fuse(*loops[:nrow]) if nrow > 1 else loops[0]
             anchor_name = sch.get(anchor).name_hint
@@ -205,15 +284,25 @@ class _Scheduler:
             sch.parallel(row)
         except ScheduleError:
             self.sch = saved
+            self.partials, self.folds = [], []
             return False
         self.row_loops = nrow
-        rf_names = {sch.get(rf).name_hint for rf in rfs if rf is not None}
+        partials = [buf for buf, _ in self.partials]
         for b in sch.get_child_blocks(row):
-            if sch.get(b).name_hint in rf_names:
+            if self.written(b, partials):
                 # compute_at orders the new loops as the block's iter vars: lanes (the
                 # rfactor'ed spatial var) first, then chunks; the lanes must be innermost
                 lanes, chunks = sch.get_loops(b)[-2:]
                 self._try(lambda: sch.reorder(chunks, lanes))
+                count, width = next(shape for buf, shape in self.partials
+                                    if self.written(b, [buf]))
+                if count > 1:  # one unrolled vector per accumulator
+                    self._try(lambda: self.unroll_vectors(b, count, width))
+                else:
+                    self.vectorize_lanes(b, skip=1)
+            elif self.written(b, self.folds):
+                lanes, accs = sch.get_loops(b)[-2:]
+                self._try(lambda: sch.reorder(accs, lanes))
                 self.vectorize_lanes(b, skip=1)
             elif not self.is_reduction(b):
                 self.vectorize_inner(b, skip=1)
@@ -264,25 +353,47 @@ class _Scheduler:
         if rf is not None:
             self.vectorize_lanes(rf, skip)
 
-    def rfactor(self, block):
+    def rfactor(self, block, accumulators: int = 1, lanes: int | None = None):
         """Split the one reduce loop of ``block`` into chunks x lanes and rfactor the lanes:
         ``lanes`` partial results accumulate side by side (one vector register), and a short
         final reduction adds the lanes.  Only for a static extent that the lanes divide.
-        Returns the partial-result block, or None (block untouched)."""
+        With several ``accumulators`` (fewer when they do not divide the extent), chunks go
+        to them in turn, and a second rfactor adds them lane by lane before the final
+        reduction.  Returns the partial-result block, or None (block untouched)."""
         sch = self.sch
         loops = sch.get_loops(block)
         n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in sch.get(block).iter_vars)
         if n_reduce != 1 or not loops or self.store(block) is None:
             return None
         extent = sch.get(loops[-1]).extent  # TE puts the reduce loop innermost
-        lanes = self.lanes(block)
+        lanes = lanes or self.lanes(block)
         if not isinstance(extent, tirx.IntImm) or extent.value % lanes or extent.value <= lanes:
             return None
+        while accumulators > 1 and (extent.value % (lanes * accumulators)
+                                    or extent.value <= lanes * accumulators):
+            accumulators //= 2
         try:
-            _, ki = sch.split(loops[-1], [None, lanes])
-            return sch.rfactor(ki, factor_axis=0)
+            _, ki = sch.split(loops[-1], [None, lanes * accumulators])
+            rf = sch.rfactor(ki, factor_axis=0)
         except ScheduleError:
             return None
+        self.partials.append((self.store(rf).buffer, (accumulators, lanes)))
+        if accumulators > 1:
+            # the final reduction now adds accumulators x lanes partials: fold the
+            # accumulators lane by lane first (a few vector adds), then add the lanes
+            try:
+                _, kl = sch.split(sch.get_loops(block)[-1], [accumulators, lanes])
+                self.folds.append(self.store(sch.rfactor(kl, factor_axis=0)).buffer)
+            except ScheduleError:
+                pass  # the lanes x accumulators partials are added one by one
+        return rf
+
+    def unroll_vectors(self, rf, count: int, lanes: int) -> None:
+        """The partial-result block of ``count`` accumulators: its innermost loop (count x
+        lanes) split into an unrolled loop over the accumulators and a vector of lanes."""
+        accs, vector = self.sch.split(self.sch.get_loops(rf)[-1], [count, lanes])
+        self.sch.unroll(accs)
+        self.sch.vectorize(vector)
 
     def vectorize_lanes(self, rf, skip: int) -> None:
         """Vectorise the lanes loop (the innermost) of the partial-result block.  Its init

@@ -3,7 +3,8 @@
 // A softmax as `decompose` writes it (exp(x - max) * (1 / sum)): the row of exponentials is
 // written into the output row, summed from there, then scaled in place, as ONNX Runtime's
 // MLAS does; the kernel allocates no row buffer (the only buffers left are per-row scalars
-// and the 16 lanes of the two rfactor'ed reductions), and it has no prefetch loop.
+// and the lanes of the two rfactor'ed reductions, four accumulators of 16 each), and it has
+// no prefetch loop.
 
 // CHECK-LABEL: func.func @main(
 // CHECK-NEXT:    %y = kernel.tvm(%x) ({
@@ -14,7 +15,7 @@
 // CHECK-SAME:      for i0 in T.parallel(N):\n
 // CHECK-SAME:      T.writes(out[v_i0, v_i1])\n
 // CHECK-SAME:      out[v_i0, v_i1] = (
-// CHECK-SAME:      s_rf[vs_k1_1, v_i0, v_i1] = s_rf[vs_k1_1, v_i0, v_i1] + out[v_i0, vs_k1_0 * 16 + vs_k1_1]\n
+// CHECK-SAME:      s_rf[vs_k1_1, v_i0, v_i1] = s_rf[vs_k1_1, v_i0, v_i1] + out[v_i0, vs_k1_0 * 64 + vs_k1_1]\n
 // CHECK-SAME:      out[v_i0, v_i1] = out[v_i0, v_i1] * r[v_i0, 0]
 // CHECK-NEXT:    func.return(%y)
 

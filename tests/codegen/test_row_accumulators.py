@@ -1,0 +1,84 @@
+"""How many vector accumulators a row reduction keeps (schedule.row_accumulators): four for
+rows the caches hold, one for rows streamed from memory (half-width when the kernel is light),
+and the kernels compute the same values either way."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tvm")
+
+from pir.codegen.tvm import compile_block  # noqa: E402
+from pir.codegen.tvm.schedule import LIGHT_OPS, STREAMING_BYTES, row_accumulators  # noqa: E402
+from pir.frontends.onnx.importer import import_model  # noqa: E402
+from pir.passes.manager import PassManager  # noqa: E402
+from pir.passes.pipeline import parse_pipeline  # noqa: E402
+from pir.runtimes.reference import run_function  # noqa: E402
+from helpers import node_model  # noqa: E402
+
+
+def test_policy():
+    assert row_accumulators(None, 7, 16) == (4, 16)  # symbolic rows: taken to fit
+    assert row_accumulators(STREAMING_BYTES, 7, 16) == (4, 16)
+    assert row_accumulators(STREAMING_BYTES + 1, 7, 16) == (1, 8)  # light, streamed
+    assert row_accumulators(STREAMING_BYTES + 1, LIGHT_OPS + 1, 16) == (1, 16)  # heavy
+
+
+def _kernel(kind: str, rows: int, d: int):
+    rng = np.random.default_rng(d)
+    x = np.zeros((2, d), np.float32)
+    shapes = {"x": [rows, d]}
+    if kind == "rms":
+        model = node_model("RMSNormalization", {"x": x}, ["y"], opset=23, axis=-1,
+                           initializers={"s": rng.standard_normal(d).astype(np.float32)},
+                           shapes=shapes)
+    elif kind == "softmax":
+        model = node_model("Softmax", {"x": x}, ["y"], axis=-1, shapes=shapes)
+    else:
+        model = node_model("LayerNormalization", {"x": x}, ["y"], axis=-1, shapes=shapes,
+                           initializers={"s": rng.standard_normal(d).astype(np.float32),
+                                         "b": rng.standard_normal(d).astype(np.float32)})
+    module = import_model(model)
+    PassManager(parse_pipeline("decompose,canonicalize,cse,dce")).run(module)
+    return module, compile_block(module.funcs[0].entry, kind)
+
+
+def _partials(tir: str) -> list[int]:
+    """The sizes of the rfactor partial-result buffers (lanes x accumulators), in order."""
+    return [int(n) for n in re.findall(r"_rf = T\.sblock_alloc_buffer\(\((\d+),", tir)]
+
+
+def _matches_reference(module, kernel, x) -> None:
+    (got,) = kernel(x)
+    want = run_function(module, {"x": x})["y"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["rms", "softmax", "layernorm"])
+@pytest.mark.parametrize("d, partials", [(768, 64), (96, 32), (48, 16), (32, 16)])
+def test_accumulators_in_cache(kind, d, partials):
+    # four accumulators of 16 lanes where 64 divides the row; two where only 32 does; one
+    # where the row holds two vectors or fewer than one per accumulator
+    module, kernel = _kernel(kind, 5, d)
+    tir = kernel.mod.script()
+    assert set(_partials(tir)) == {partials}
+    if partials > 16:  # the accumulators are added lane by lane before the lanes
+        assert f"T.unroll({partials // 16})" in tir
+        assert re.search(r"_rf_1 = T\.sblock_alloc_buffer\(\(16,", tir)
+    x = np.random.default_rng(0).standard_normal((5, d)).astype(np.float32) * 3
+    _matches_reference(module, kernel, x)
+
+
+@pytest.mark.parametrize("kind, lanes", [("rms", 8), ("softmax", 16)])
+def test_streamed_rows_keep_one_accumulator(kind, lanes):
+    rows, d = 11008, 768  # 2 x 32.25 MiB: over STREAMING_BYTES
+    assert 2 * rows * d * 4 > STREAMING_BYTES
+    module, kernel = _kernel(kind, rows, d)
+    tir = kernel.mod.script()
+    assert set(_partials(tir)) == {lanes}
+    assert "T.unroll(" not in tir
+    x = np.random.default_rng(1).standard_normal((rows, d)).astype(np.float32)
+    _matches_reference(module, kernel, x)
