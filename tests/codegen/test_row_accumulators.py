@@ -1,6 +1,6 @@
 """How many vector accumulators a row reduction keeps (schedule.row_accumulators): four for
-rows the caches hold, one for rows streamed from memory (half-width when the kernel is light),
-and the kernels compute the same values either way."""
+rows the caches hold; for rows streamed from memory one on the pass that brings a row in
+(half-width when the kernel is light), and the kernels compute the same values either way."""
 
 from __future__ import annotations
 
@@ -21,10 +21,14 @@ from helpers import node_model  # noqa: E402
 
 
 def test_policy():
-    assert row_accumulators(None, 7, 16) == (4, 16)  # symbolic rows: taken to fit
-    assert row_accumulators(STREAMING_BYTES, 7, 16) == (4, 16)
-    assert row_accumulators(STREAMING_BYTES + 1, 7, 16) == (1, 8)  # light, streamed
-    assert row_accumulators(STREAMING_BYTES + 1, LIGHT_OPS + 1, 16) == (1, 16)  # heavy
+    big = STREAMING_BYTES + 1
+    for first in (True, False):
+        assert row_accumulators(None, 7, 16, first) == (4, 16)  # symbolic rows: taken to fit
+        assert row_accumulators(STREAMING_BYTES, 7, 16, first) == (4, 16)
+        assert row_accumulators(big, LIGHT_OPS + 1, 16, first) == (1, 16)  # heavy, streamed
+    # light, streamed: the pass that brings the row in, then the passes over it in L1
+    assert row_accumulators(big, 7, 16, True) == (1, 8)
+    assert row_accumulators(big, 7, 16, False) == (4, 16)
 
 
 def _kernel(kind: str, rows: int, d: int):
@@ -72,13 +76,14 @@ def test_accumulators_in_cache(kind, d, partials):
     _matches_reference(module, kernel, x)
 
 
-@pytest.mark.parametrize("kind, lanes", [("rms", 8), ("softmax", 16)])
-def test_streamed_rows_keep_one_accumulator(kind, lanes):
+@pytest.mark.parametrize("kind, partials", [("rms", [8]), ("softmax", [16, 16]),
+                                             ("layernorm", [8, 64])])
+def test_streamed_rows(kind, partials):
     rows, d = 11008, 768  # 2 x 32.25 MiB: over STREAMING_BYTES
     assert 2 * rows * d * 4 > STREAMING_BYTES
     module, kernel = _kernel(kind, rows, d)
     tir = kernel.mod.script()
-    assert set(_partials(tir)) == {lanes}
-    assert "T.unroll(" not in tir
+    assert _partials(tir) == partials
+    assert ("T.unroll(4)" in tir) == (64 in partials)
     x = np.random.default_rng(1).standard_normal((rows, d)).astype(np.float32)
     _matches_reference(module, kernel, x)

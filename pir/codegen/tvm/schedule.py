@@ -18,8 +18,8 @@ rms_norm) need, with no search:
 3. **Vectorise** the inner loops.  A reduction is vectorised with ``rfactor``: it is split
    into lanes that accumulate side by side and a short final reduction over the lanes.  A
    row reduction whose data the caches hold keeps four vector accumulators, so that its
-   adds do not wait on each other; one that streams its rows from memory keeps one (see
-   :func:`row_accumulators`).
+   adds do not wait on each other; the pass that streams a row in from memory keeps one
+   (see :func:`row_accumulators`).
 
 Anything the schedule can not do for a block (a symbolic inner extent, a shape that does not
 divide by the vector width...) leaves that block correct but slower: scheduling is an
@@ -63,24 +63,27 @@ STREAMING_BYTES = 32 << 20
 LIGHT_OPS = 32
 
 
-def row_accumulators(nbytes: int | None, ops: int, lanes: int) -> tuple[int, int]:
-    """(accumulators, lanes each) for the reductions of a row kernel that moves ``nbytes``
-    (None: a symbolic size) and computes ``ops`` arithmetic ops per element, on vectors of
-    ``lanes``.  Measured on [N, 768] float32 rows, one thread (bench/kernels.py; the A/B
-    figures are in docs/codegen.md):
+def row_accumulators(nbytes: int | None, ops: int, lanes: int, first: bool) -> tuple[int, int]:
+    """(accumulators, lanes each) for a reduction of a row kernel that moves ``nbytes`` (None:
+    a symbolic size) and computes ``ops`` arithmetic ops per element, on vectors of
+    ``lanes``; ``first``: the row's first reduction, the pass that brings the row in.
+    Measured on [N, 768] float32 rows, one thread, A/B in one process (docs/codegen.md):
 
     - rows the caches hold (N <= 1024): four accumulators, so that the adds of a row do not
       wait on each other: RMSNorm 10 -> 7 us at N = 128, LayerNorm 15 -> 10.5, softmax 22
       -> 19;
-    - rows streamed from memory (N = 16384, 96 MiB): one accumulator.  A light kernel
-      measured 10-12% faster with a half-width one (RMSNorm 3.4 -> 3.0 ms, LayerNorm 3.9 ->
-      3.5), a heavy one (softmax) 25% slower, and four accumulators were slower for both:
-      there the time is the memory's, and a reduction that finishes sooner only bunches the
-      row's loads and stores closer together.
+    - rows streamed from memory (N = 16384, 96 MiB): the first pass of a light kernel takes
+      one half-width accumulator (RMSNorm 3.4 -> 3.0 ms) and its later passes, which read the
+      row from L1, four (LayerNorm 3.9 -> 3.2 with both).  Four on the first pass were
+      slower: the memory sets its pace, and a pass that finishes sooner only bunches the
+      row's loads and stores.  A heavy kernel (softmax, whose exp keeps the core busy) was
+      slower with any change from one full-width accumulator per pass (by 10-25%).
     """
     if nbytes is None or nbytes <= STREAMING_BYTES:
         return 4, lanes
-    return (1, max(1, lanes // 2)) if ops <= LIGHT_OPS else (1, lanes)
+    if ops > LIGHT_OPS:
+        return 1, lanes
+    return (1, max(1, lanes // 2)) if first else (4, lanes)
 
 
 def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm.IRModule:
@@ -270,11 +273,10 @@ class _Scheduler:
         try:
             # rfactor first, while each reduction still has its own loop nest: the partial
             # (lane) sums and the final sum over the lanes then both move under the row loop
-            accumulators, lanes = row_accumulators(self.nbytes(), self.ops_per_element(),
-                                                   self.lanes(anchor))
-            for b in self.blocks():
-                if self.is_reduction(b):
-                    self.rfactor(b, accumulators, lanes)
+            nbytes, ops = self.nbytes(), self.ops_per_element()
+            reductions = [b for b in self.blocks() if self.is_reduction(b)]
+            for i, b in enumerate(reductions):
+                self.rfactor(b, *row_accumulators(nbytes, ops, self.lanes(anchor), i == 0))
             loops = sch.get_loops(anchor)
             row = sch.fuse(*loops[:nrow]) if nrow > 1 else loops[0]
             anchor_name = sch.get(anchor).name_hint
