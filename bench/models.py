@@ -1,6 +1,7 @@
 """End-to-end latency: pir's compiled program (import | optimize with the fuse pipeline | codegen
 --target llvm | run on the tvm runtime) against ONNX Runtime (ORT_ENABLE_ALL, the same thread
-count), side by side in one run, best of --repeat, single thread by default.
+count), side by side in one run, best of --repeat with pir's and ORT's runs interleaved
+(bench/benchenv.best_times), single thread by default.
 
 Models (bench/model_zoo.py, seeded random weights, batch 1): ``gpt``, a GPT-2-style stack (4
 pre-norm layers, hidden 768, 12 heads, sequence 128); ``bert-base``, a BERT-base-style encoder
@@ -34,7 +35,7 @@ _ap.add_argument("--profile", metavar="NAME",
                  help="also print a cProfile (top 25, cumulative) of one pir run of NAME")
 ARGS = _ap.parse_args()
 
-from benchenv import best_time, use_threads  # noqa: E402
+from benchenv import best_times, use_threads  # noqa: E402
 
 use_threads(ARGS.threads)  # before anything imports numpy or tvm
 
@@ -114,8 +115,9 @@ def main() -> None:
             err = max(float(np.abs(ours[k].astype(np.float64) - v).max()
                             / max(float(np.abs(v).max()), 1e-30))
                       for k, v in theirs.items() if k in ours)
-            t_pir = best_time(pir_run, args.repeat)
-            t_ort = best_time(lambda: sess.run(None, feeds), args.repeat)
+            times = best_times({"pir": pir_run, "ort": lambda: sess.run(None, feeds)},
+                               args.repeat)
+            t_pir, t_ort = times["pir"], times["ort"]
             # one more run, timed per op (the runtime's --profile), split by op kind
             interp.profile = prof = {}
             t = time.perf_counter()
