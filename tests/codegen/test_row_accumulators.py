@@ -14,9 +14,14 @@ pytest.importorskip("tvm")
 from pir.codegen.tvm import compile_block  # noqa: E402
 from pir.codegen.tvm.schedule import LIGHT_OPS, STREAMING_BYTES, row_accumulators  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
+from pir.ir.core import OPS, Block  # noqa: E402
+from pir.ir.dialects import prim  # noqa: E402,F401  (registers the prim ops)
+from pir.ir.dialects.func import ReturnOp  # noqa: E402
+from pir.ir.types import DType, TensorType  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
+from pir.runtimes.reference.interpreter import evaluate_op  # noqa: E402
 from helpers import node_model  # noqa: E402
 
 
@@ -87,3 +92,25 @@ def test_streamed_rows(kind, partials):
     assert ("T.unroll(4)" in tir) == (64 in partials)
     x = np.random.default_rng(1).standard_normal((rows, d)).astype(np.float32)
     _matches_reference(module, kernel, x)
+
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_max", "reduce_min", "reduce_prod"])
+@pytest.mark.parametrize("dtype, lanes", [(DType.F32, 16), (DType.F64, 8), (DType.I32, 16)])
+def test_row_reductions_of_each_reducer_and_dtype(name, dtype, lanes):
+    # a row reduction alone, 256 wide: four accumulators of a vector each, folded, whatever
+    # the reducer and the element type
+    t = TensorType(dtype, (3, 256))
+    block = Block([t], ["x"])
+    op = block.append(OPS[f"prim.{name}"].build(block.args[0], axes=[1], keepdims=True))
+    block.append(ReturnOp.build([op.results[0]]))
+    kernel = compile_block(block)
+    assert set(_partials(kernel.mod.script())) == {4 * lanes}
+    rng = np.random.default_rng(3)
+    if dtype == DType.I32:
+        x = rng.integers(-3, 4, (3, 256)).astype(np.int32)
+        x[:, 8:] = np.where(name == "reduce_prod", 1, x[:, 8:])  # a product that fits
+    else:
+        x = rng.uniform(0.9, 1.1, (3, 256)).astype(dtype.numpy)
+    (want,) = evaluate_op(op, [x])
+    (got,) = kernel(x)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
