@@ -15,7 +15,7 @@ from pir.codegen.tvm import compile_block  # noqa: E402
 from pir.codegen.tvm.schedule import LIGHT_OPS, STREAMING_BYTES, row_accumulators  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
 from pir.ir.core import OPS, Block  # noqa: E402
-from pir.ir.dialects import prim  # noqa: E402,F401  (registers the prim ops)
+from pir.ir.dialects import load_dialects  # noqa: E402
 from pir.ir.dialects.func import ReturnOp  # noqa: E402
 from pir.ir.types import DType, TensorType  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
@@ -99,6 +99,7 @@ def test_streamed_rows(kind, partials):
 def test_row_reductions_of_each_reducer_and_dtype(name, dtype, lanes):
     # a row reduction alone, 256 wide: four accumulators of a vector each, folded, whatever
     # the reducer and the element type
+    load_dialects()  # the prim ops in OPS
     t = TensorType(dtype, (3, 256))
     block = Block([t], ["x"])
     op = block.append(OPS[f"prim.{name}"].build(block.args[0], axes=[1], keepdims=True))
