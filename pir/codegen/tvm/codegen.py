@@ -134,10 +134,24 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
+    import tvm
+
+    from pir.codegen.tvm.halo import write_interior, yielded_halo
     from pir.codegen.tvm.lower import lower_block
     from pir.codegen.tvm.nchwc import BLOCK
     from pir.codegen.tvm.schedule import schedule_cpu
 
+    halo = yielded_halo(block) if kind == CONV else None
+    if halo is not None:
+        # the kernel is scheduled as if it wrote the value without its halo, then made to
+        # write the padded buffer's interior and zero its border (pir.codegen.tvm.halo)
+        kernel = _lower_unpadded(block, symbol, halo[0])
+        sch = schedule_matmul(kernel, split_cols=True, lanes=BLOCK)
+        if sch is None:
+            raise PirError("tvm codegen: the GEMM schedule does not fit a convolution "
+                           "whose result has a halo")
+        func = write_interior(sch.mod[kernel.name], halo[1])
+        return tvm.IRModule({kernel.name: func})
     kernel = lower_block(block, symbol)
     if kind in (MATMUL, CONV):
         sch = schedule_matmul(kernel, split_cols=kind == CONV,
@@ -149,6 +163,18 @@ def _schedule(block: Block, symbol: str, kind: str | None):
         if sch is not None:
             return sch.mod
     return schedule_cpu(kernel)
+
+
+def _lower_unpadded(block: Block, symbol: str, pad):
+    """``block`` lowered as if it yielded the input of its final ``pad`` (its halo)."""
+    from pir.codegen.tvm.lower import lower_block
+
+    term = block.terminator
+    term.set_operand(0, pad.operands[0])
+    try:
+        return lower_block(block, symbol)
+    finally:
+        term.set_operand(0, pad.results[0])
 
 
 def _blocked(block: Block) -> bool:

@@ -33,6 +33,7 @@ from tvm import te, tirx
 
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
+from pir.codegen.tvm.halo import conv_halo, halo_source
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
@@ -89,7 +90,7 @@ def _conv(op, ins, ctx, name):
     # plain loads, which the GEMM reads directly, with no im2col copy
     xb = blocked_source(op.operands[0])
     if xb is not None and reduces_blocks(op):
-        return _conv_blocked(op, ctx.env[xb], w, n, ctx, name)
+        return _conv_blocked(op, xb, w, n, ctx, name)
     x = padded_input(op, x, n, name)
     if _positions_in_lanes(op):
         # [N, O, P]: vectors of output positions, which the input, a residual and the
@@ -146,17 +147,23 @@ def reduces_blocks(op) -> bool:
     return kr * ks == 1 or not strided or ho * wo >= 64
 
 
-def _conv_blocked(op, xb, w, n, ctx, name):
+def _conv_blocked(op, xb: Value, w, n, ctx, name):
     """The GEMM form of a convolution whose input comes in channel blocks
     (``xb``: ``[N, C/16, H, W, 16]``, see pir.codegen.tvm.nchwc): reduced over ``(C/16, R,
     S, 16)``, the order its weights are packed in, so a tile row's window loads walk one
-    position's 16 channels, contiguous, before the next tap."""
+    position's 16 channels, contiguous, before the next tap.  An input its maker padded
+    with this convolution's padding (pir.codegen.tvm.halo) is read as it is; any other is
+    padded here first."""
     c = op.operands[0].type.shape[1]
     o, _, kr, ks = op.operands[1].type.shape
     _, _, ho, wo = op.results[0].type.shape
     win = op.window(2)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
-    xb = padded_input(op, xb, n, name, blocked=True)
+    found = halo_source(xb)
+    if found is not None and found[1] == conv_halo(op):
+        xb = ctx.env[found[0]]
+    else:
+        xb = padded_input(op, ctx.env[xb], n, name, blocked=True)
     rb = te.reduce_axis((0, c // BLOCK), name=f"{name}_cb")
     rr = te.reduce_axis((0, kr), name=f"{name}_r")
     rs = te.reduce_axis((0, ks), name=f"{name}_s")
@@ -239,7 +246,9 @@ def form_conv_groups(block: Block) -> int:
 
     weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
     epilogues, (makes, reads, regions) = _plan_layout(block, weights)
+    halo_of = _plan_halos(makes, epilogues, weights)
     blocked: list[GroupOp] = []
+    halos: dict[GroupOp, tuple] = {}
     count = 0
     for op, w in weights.items():
         name = op.results[0].name or "conv"
@@ -299,9 +308,29 @@ def form_conv_groups(block: Block) -> int:
         group = form_group(op, core, epilogues[op], CONV)
         if op in makes:
             blocked.append(group)
+        if op in halo_of:
+            halos[group] = halo_of[op]
         count += 1
     for g, args in regions.items():
         block_region(g, args)
         blocked.append(g)
-    block_outputs(blocked)
+    block_outputs(blocked, halos)
     return count
+
+
+def _plan_halos(makes: set, epilogues: dict, weights: dict) -> dict:
+    """convolution -> the halo (pir.codegen.tvm.halo) its blocked result gets: when every
+    reader of that result is a convolution this module compiles, reading it as its input in
+    blocks, and all pad it alike."""
+    halo_of = {}
+    for op in makes:
+        epi = epilogues[op]
+        v = epi.results[0] if epi is not None else op.results[0]
+        readers = [u.op for u in v.uses]
+        if not readers or not all(r in weights and u.index == 0 and reduces_blocks(r)
+                                  for r, u in zip(readers, v.uses)):
+            continue
+        halos = {conv_halo(r) for r in readers}
+        if len(halos) == 1 and None not in halos:
+            halo_of[op] = halos.pop()
+    return halo_of

@@ -101,24 +101,45 @@ def plan_blocked(convs: dict[Operation, GroupOp | None],
     return makes, reads, regions
 
 
-def block_outputs(groups: list[GroupOp]) -> None:
+def block_outputs(groups: list[GroupOp], halos: dict | None = None) -> None:
     """Hand the result of each of ``groups`` (whose result :func:`plan_blocked` chose) to its
     readers in blocks: ``to_blocked`` before the maker's yield (unless its region already
     computes on blocks), the result's type made blocked, and ``from_blocked`` at the start
-    of each reader's region (unless it computes on blocks)."""
+    of each reader's region (unless it computes on blocks).  A group in ``halos`` (group ->
+    halo) pads its blocked result with zeros, and its readers slice the halo off first
+    (pir.codegen.tvm.halo)."""
+    from pir.codegen.tvm.halo import pad_maker, unpad_reader
+
+    halos = halos or {}
     for g in groups:
         v = g.results[0]
+        halo = halos.get(g)
         if len(v.type.shape) == 4:
             body = g.body.block
             term = body.terminator
-            term.set_operand(0, to_blocked(body, body.index(term), term.operands[0]))
-            v.type = blocked_type(v.type)
+            y = to_blocked(body, body.index(term), term.operands[0])
+            if halo is not None:
+                y = pad_maker(body, body.index(term), y, halo)
+            term.set_operand(0, y)
+            v.type = y.type
         for use in list(v.uses):
             reader = use.op
             assert isinstance(reader, GroupOp), "plan_blocked admits only group readers"
             arg = reader.body.block.args[use.index]
-            if arg.type != v.type:
+            if arg.type == v.type:
+                continue  # a region that computes on blocks
+            if halo is None:
                 _from_blocked(reader.body.block, arg, v.type)
+            else:
+                _from_blocked(reader.body.block, arg, unpadded(v.type, halo))
+                unpad_reader(reader.body.block, arg, halo)
+
+
+def unpadded(t: TensorType, halo) -> TensorType:
+    """The blocked type ``t`` less a halo."""
+    n, cb, hp, wp, lanes = t.shape
+    ph, pw, qh, qw = halo
+    return t.with_shape([n, cb, hp - ph - qh, wp - pw - qw, lanes])
 
 
 def to_blocked(body: Block, at: int, y: Value) -> Value:
@@ -168,11 +189,15 @@ def blocked_source(x: Value) -> Value | None:
 
 
 def yields_blocked(block: Block) -> bool:
-    """Whether ``block`` (a group's region) yields its result in channel blocks."""
+    """Whether ``block`` (a group's region) yields its result in channel blocks (padded by a
+    halo or not)."""
+    from pir.codegen.tvm.halo import yielded_halo
+
     term = block.terminator
     if term is None or not term.operands:
         return False
-    t = getattr(term.operands[0], "op", None)
+    halo = yielded_halo(block)
+    t = getattr(halo[0].operands[0] if halo else term.operands[0], "op", None)
     return t is not None and t.name == "prim.transpose" and tuple(t.permutation) == TO_PERM
 
 
