@@ -117,3 +117,37 @@ def test_readers_that_pad_differently_keep_their_own_copy():
     _, _, kernels = _compile(_model(second_kernel=5))  # a 5x5 window pads by 2
     assert kernels["a"].results[0].type.shape == ("N", 2, 16, 16, 16)
     assert "_xpad" in kernels["b"].source and "_xpad" in kernels["s"].source
+
+
+def _two_readers(pads, dilations=(1, 1), k=3):
+    """a = relu(conv 1x1 16->32) read by two k x k convolutions (stride 1 and 2) with
+    ``pads`` (ONNX order: top, left, bottom, right) and ``dilations``."""
+    rng = np.random.default_rng(7)
+    inits = {}
+    nodes = []
+    for name, x, c, o, kk, stride, p in [("a", "x", 16, 32, 1, 1, [0] * 4),
+                                         ("b", "a", 32, 32, k, 1, pads),
+                                         ("s", "a", 32, 16, k, 2, pads)]:
+        inits[f"{name}.w"] = (rng.standard_normal((o, c, kk, kk)) * 0.2).astype(np.float32)
+        attrs = {"dilations": list(dilations)} if name != "a" else {}
+        nodes.append(oh.make_node("Conv", [x, f"{name}.w"], [f"{name}.cv"],
+                                  kernel_shape=[kk, kk], strides=[stride] * 2, pads=p,
+                                  **attrs))
+        nodes.append(oh.make_node("Relu", [f"{name}.cv"], [name]))
+    return graph_model(nodes, {"x": ["N", 16, 20, 20]}, ["b", "s"], inits)
+
+
+@pytest.mark.parametrize("pads, dilations, halo_shape", [
+    ([0, 0, 1, 1], (1, 1), ("N", 2, 21, 21, 16)),   # asymmetric: bottom and right only
+    ([1, 2, 1, 0], (1, 1), ("N", 2, 22, 22, 16)),   # every side different
+    ([2, 2, 2, 2], (2, 2), ("N", 2, 24, 24, 16)),   # a dilated window
+])
+def test_any_padding_the_readers_share(pads, dilations, halo_shape):
+    module, before, kernels = _compile(_two_readers(pads, dilations))
+    assert kernels["a"].results[0].type.shape == halo_shape
+    assert "_xpad" not in kernels["b"].source and "_xpad" not in kernels["s"].source
+    x = np.random.default_rng(8).standard_normal((2, 16, 20, 20)).astype(np.float32)
+    want = run_function(before, {"x": x})
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})
+    for k in ("b", "s"):
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-5, atol=1e-5)
