@@ -25,6 +25,7 @@ from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
+from pir.runtimes.hugepages import Arena
 from pir.runtimes.reference.interpreter import DimConflict, Interpreter
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
@@ -76,6 +77,7 @@ class CompiledProgram:
         self.from_cache = from_cache
         self.device = tvm.cpu()
         self._kernels: dict[TvmKernelOp, _Kernel] = {}
+        self.weights = Arena()  # the kernels' constant parameters
 
     def kernel(self, op: TvmKernelOp) -> _Kernel:
         # per op, not per symbol: ops that share a kernel (pir.codegen.tvm.codegen.group_key)
@@ -84,7 +86,8 @@ class CompiledProgram:
         if k is None:
             free: list[str] = []
             derived = derived_dims(op.body.block, free)
-            k = _Kernel(self.module[op.symbol], [tvm.runtime.tensor(a, self.device)
+            # the weights on huge pages (pir.runtimes.hugepages), shared with TVM
+            k = _Kernel(self.module[op.symbol], [as_tvm(self.weights.copy(a), self.device)[0]
                                                  for a in _params(op)], derived, free)
             self._kernels[op] = k
         return k

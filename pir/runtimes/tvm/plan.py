@@ -34,6 +34,7 @@ import tvm
 
 from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
+from pir.runtimes.hugepages import Arena
 from pir.runtimes.tvm.buffers import ALIGN, OutputPool, aligned_empty, as_tvm
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
@@ -96,9 +97,9 @@ def _shareable(dtype: DType, shape: tuple[int, ...]) -> bool:
 class _Slot:
     __slots__ = ("nbytes", "buf", "fresh")
 
-    def __init__(self, nbytes: int):
+    def __init__(self, nbytes: int, arena: Arena):
         self.nbytes = nbytes
-        self.buf = aligned_empty((max(nbytes, 1),), np.uint8)
+        self.buf = arena.empty((max(nbytes, 1),), np.uint8)  # on huge pages (hugepages.py)
         self.fresh = False  # a function output may view it: a new buffer every run
 
 
@@ -119,6 +120,7 @@ class Plan:
         self.block = block
         self.symbols = dict(symbols)
         self.slots: list[_Slot] = []
+        self.arena = Arena()  # the slots' memory, on huge pages
         self.slot_of: dict[Value, int] = {}  # results written into a slot
         self.views: dict[Value, np.ndarray] = {}  # and their arrays (views of the slot)
         self.tensors: dict[Value, tvm.runtime.Tensor] = {}  # TVM tensors made once
@@ -206,7 +208,7 @@ class Plan:
                 best = k
         if best is not None:
             return free.pop(best)
-        self.slots.append(_Slot(nbytes))
+        self.slots.append(_Slot(nbytes, self.arena))
         return len(self.slots) - 1
 
     def _view(self, s: int, v: Value) -> np.ndarray:
