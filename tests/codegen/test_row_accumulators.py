@@ -115,3 +115,20 @@ def test_row_reductions_of_each_reducer_and_dtype(name, dtype, lanes):
     (want,) = evaluate_op(op, [x])
     (got,) = kernel(x)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["reduce_sum", "reduce_max"])
+@pytest.mark.parametrize("shape", [(1, 64, 7, 7), (2, 16, 14, 14), (1, 32, 3, 5)])
+def test_a_window_reduction_adds_its_rows_as_short_vectors(name, shape):
+    # a global pool: the innermost reduced dim (7, 14, 5 <= 16 lanes) is rfactor'ed whole
+    load_dialects()
+    block = Block([TensorType(DType.F32, shape)], ["x"])
+    op = block.append(OPS[f"prim.{name}"].build(block.args[0], axes=[2, 3], keepdims=True))
+    block.append(ReturnOp.build([op.results[0]]))
+    kernel = compile_block(block)
+    assert f"T.vectorized({shape[3]})" in kernel.mod.script()
+    assert set(_partials(kernel.mod.script())) == {shape[3]}
+    x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    (want,) = evaluate_op(op, [x])
+    (got,) = kernel(x)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
