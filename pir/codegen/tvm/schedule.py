@@ -116,6 +116,26 @@ def _count_ops(expr, seen: set) -> int:
     return count + sum(_count_ops(arg, seen) for arg in getattr(expr, "args", ()))
 
 
+#: Iterations the parallel loop of an elementwise or injective stage needs at least: the
+#: leading loops fused into it, and no more.
+PARALLEL_ITERATIONS = 64
+
+
+def _parallel_prefix(sch: Schedule, loops: list) -> list:
+    """The leading ``loops`` to fuse into one parallel loop: the fewest whose iterations
+    reach PARALLEL_ITERATIONS (a symbolic extent, a batch that may be 1, counts as 1).  The loops after them
+    stay nested: a fused loop indexes each of its dims by a division and a remainder of the
+    fused index, which for a blocked max pool's padded copy ([1, 4, 113, 113, 16]: one
+    16-lane vector per iteration) cost more than the copy."""
+    n = 1
+    for i, loop in enumerate(loops):
+        extent = sch.get(loop).extent
+        n *= int(extent.value) if isinstance(extent, tirx.IntImm) else 1
+        if n >= PARALLEL_ITERATIONS:
+            return loops[:i + 1]
+    return loops
+
+
 def _uncast(value):
     while isinstance(value, tirx.Cast):
         value = value.value
@@ -328,7 +348,7 @@ class _Scheduler:
                 self.vectorize_reduction(block, skip=0)
             return
         if len(loops) > 1:
-            outer = loops[:-1]
+            outer = _parallel_prefix(sch, loops[:-1])
             self._try(lambda: sch.parallel(sch.fuse(*outer) if len(outer) > 1 else outer[0]))
             self.vectorize_inner(block, skip=1)
         else:
