@@ -132,3 +132,34 @@ def test_a_window_reduction_adds_its_rows_as_short_vectors(name, shape):
     (want,) = evaluate_op(op, [x])
     (got,) = kernel(x)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 7, 5), (64, 3)])
+def test_a_reduction_of_everything_read_by_another_block_still_compiles(shape):
+    # sum over every axis to a 0-d value that exp(s) * s reads: no short-window rfactor
+    # (TVM's rfactor fails an internal check there), the kernel still built
+    load_dialects()
+    block = Block([TensorType(DType.F32, shape)], ["x"])
+    s = block.append(OPS["prim.reduce_sum"].build(block.args[0], axes=list(range(len(shape))),
+                                                  keepdims=False)).results[0]
+    e = block.append(OPS["prim.exp"].build(s)).results[0]
+    y = block.append(OPS["prim.mul"].build(e, s)).results[0]
+    block.append(ReturnOp.build([y, s]))
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32) * 0.1
+    got_y, got_s = compile_block(block)(x)
+    np.testing.assert_allclose(got_s, x.sum(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_y, np.exp(x.sum()) * x.sum(), rtol=1e-5, atol=1e-6)
+
+
+def test_counting_ops_walks_a_chain_deeper_than_the_recursion_limit():
+    import sys
+
+    from tvm import tirx
+
+    from pir.codegen.tvm.schedule import _count_ops
+
+    x = tirx.Var("x", "float32")
+    e = x
+    for i in range(sys.getrecursionlimit() + 500):
+        e = e * tirx.const(1.001, "float32") + x if i % 2 else e + x
+    assert _count_ops(e, set()) == (sys.getrecursionlimit() + 500) * 3 // 2

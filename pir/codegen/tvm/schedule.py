@@ -106,14 +106,19 @@ def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm
 
 def _count_ops(expr, seen: set) -> int:
     """Arithmetic nodes in ``expr``, each shared subexpression once (as LLVM computes it);
-    index arithmetic inside loads is not counted."""
-    if not isinstance(expr, tvm.ir.expr.Expr) or expr in seen:
-        return 0
-    seen.add(expr)
-    count = int(type(expr).__name__ in _ARITHMETIC)
-    for field in ("a", "b", "value", "condition", "true_value", "false_value"):
-        count += _count_ops(getattr(expr, field, None), seen)
-    return count + sum(_count_ops(arg, seen) for arg in getattr(expr, "args", ()))
+    index arithmetic inside loads is not counted.  A walk with a stack of its own: a long
+    fused chain nests deeper than Python's recursion limit."""
+    count, stack = 0, [expr]
+    while stack:
+        e = stack.pop()
+        if not isinstance(e, tvm.ir.expr.Expr) or e in seen:
+            continue
+        seen.add(e)
+        count += type(e).__name__ in _ARITHMETIC
+        stack.extend(getattr(e, f, None) for f in ("a", "b", "value", "condition",
+                                                  "true_value", "false_value"))
+        stack.extend(getattr(e, "args", ()))
+    return count
 
 
 #: Iterations the parallel loop of an elementwise or injective stage needs at least: the
@@ -390,14 +395,18 @@ class _Scheduler:
         loops = sch.get_loops(block)
         iters = sch.get(block).iter_vars
         n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in iters)
-        if n_reduce < 2 or self.store(block) is None:
+        # (not a reduction of everything to a scalar: TVM's rfactor fails an internal check
+        # on a 0-d result that another block reads, and a pool has its channels anyway)
+        if n_reduce < 2 or n_reduce == len(iters) or self.store(block) is None:
             return None
         extent = sch.get(loops[-1]).extent
         if not isinstance(extent, tirx.IntImm) or not 2 <= extent.value <= self.lanes(block):
             return None
+        saved = sch.copy()
         try:
             rf = sch.rfactor(loops[-1], factor_axis=0)
-        except ScheduleError:
+        except Exception:  # noqa: BLE001 - TVM's internal errors too: scheduling is optional
+            self.sch = saved
             return None
         self.partials.append((self.store(rf).buffer, (1, int(extent.value))))
         return rf
