@@ -74,3 +74,17 @@ def test_the_runtime_keeps_weights_and_slots_in_arenas():
     assert all(inside(interp.program.weights, np.from_dlpack(t)) for t in kernel.params)
     (plan,) = interp._plans.values()  # the plan's slots: its own arena
     assert plan.slots and all(inside(plan.arena, slot.buf) for slot in plan.slots)
+
+
+def test_a_plan_arena_keeps_small_buffers_plain_and_maps_big_ones_alone():
+    arena = Arena(chunk=64 << 10, huge_chunks=False)
+    small = [arena.empty((100,), np.float32) for _ in range(3)]
+    big = arena.empty((BIG // 4 + 5,), np.float32)
+    chunk = arena._buf  # the plain chunk the small ones share, not grown by the big one
+    assert chunk.nbytes == 64 << 10
+    assert all(chunk.ctypes.data <= a.ctypes.data < chunk.ctypes.data + chunk.nbytes
+               for a in small)
+    assert not chunk.ctypes.data <= big.ctypes.data < chunk.ctypes.data + chunk.nbytes
+    assert big.ctypes.data % HUGE_PAGE == 0
+    big[-1] = 3.0
+    assert big[-1] == 3.0

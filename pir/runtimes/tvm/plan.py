@@ -34,7 +34,7 @@ import tvm
 
 from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
-from pir.runtimes.hugepages import Arena
+from pir.runtimes.hugepages import SMALL_CHUNK, Arena
 from pir.runtimes.tvm.buffers import ALIGN, OutputPool, aligned_empty, as_tvm
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
@@ -99,7 +99,7 @@ class _Slot:
 
     def __init__(self, nbytes: int, arena: Arena):
         self.nbytes = nbytes
-        self.buf = arena.empty((max(nbytes, 1),), np.uint8)  # on huge pages (hugepages.py)
+        self.buf = arena.empty((max(nbytes, 1),), np.uint8)
         self.fresh = False  # a function output may view it: a new buffer every run
 
 
@@ -120,7 +120,8 @@ class Plan:
         self.block = block
         self.symbols = dict(symbols)
         self.slots: list[_Slot] = []
-        self.arena = Arena()  # the slots' memory, on huge pages
+        # the slots' memory: the big ones on huge pages (pir.runtimes.hugepages)
+        self.arena = Arena(SMALL_CHUNK, huge_chunks=False)
         self.slot_of: dict[Value, int] = {}  # results written into a slot
         self.views: dict[Value, np.ndarray] = {}  # and their arrays (views of the slot)
         self.tensors: dict[Value, tvm.runtime.Tensor] = {}  # TVM tensors made once
