@@ -131,11 +131,11 @@ def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None =
 def _schedule(block: Block, symbol: str, kind: str | None):
     """The scheduled IRModule of ``block``: matmul groups get the register-tiled GEMM
     schedule, every other group (and a matmul it does not fit) the generic CPU one."""
+    import tvm
+
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
-    import tvm
-
     from pir.codegen.tvm.halo import write_interior, yielded_halo
     from pir.codegen.tvm.lower import lower_block
     from pir.codegen.tvm.nchwc import BLOCK

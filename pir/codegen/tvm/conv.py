@@ -181,10 +181,10 @@ def padded_input(op, x, n, name: str, blocked: bool = False):
     the convolution's padding, as a compute named ``*_xpad`` (the schedules find it by that
     name); ``x`` itself without padding."""
     _, c, h, wd = op.operands[0].type.shape
-    win = op.window(2)
-    (ph, pw), (qh, qw) = win["padding_low"], win["padding_high"]
-    if not (ph or pw or qh or qw):
+    halo = conv_halo(op)
+    if halo is None:
         return x
+    ph, pw, qh, qw = halo
     dtype = tvm_dtype(op.results[0].type.dtype)
 
     def pad(b, ci, iy, ix, *lane):

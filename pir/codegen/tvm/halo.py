@@ -31,8 +31,8 @@ from pir.codegen.tvm.rowfunc import with_root
 from pir.ir.core import Block, Operation, Value
 from pir.ir.types import TensorType
 
-__all__ = ["conv_halo", "pad_maker", "unpad_reader", "yielded_halo", "halo_source",
-           "write_interior"]
+__all__ = ["conv_halo", "padded_type", "unpadded_type", "pad_maker", "unpad_reader",
+           "yielded_halo", "halo_source", "write_interior"]
 
 Halo = tuple[int, int, int, int]  # (top, left, bottom, right)
 
@@ -49,6 +49,13 @@ def padded_type(t: TensorType, halo: Halo) -> TensorType:
     n, cb, h, w, lanes = t.shape
     ph, pw, qh, qw = halo
     return t.with_shape([n, cb, h + ph + qh, w + pw + qw, lanes])
+
+
+def unpadded_type(t: TensorType, halo: Halo) -> TensorType:
+    """The blocked type ``t`` less ``halo`` (the inverse of :func:`padded_type`)."""
+    n, cb, hp, wp, lanes = t.shape
+    ph, pw, qh, qw = halo
+    return t.with_shape([n, cb, hp - ph - qh, wp - pw - qw, lanes])
 
 
 def pad_maker(body: Block, at: int, y: Value, halo: Halo) -> Value:

@@ -108,7 +108,7 @@ def block_outputs(groups: list[GroupOp], halos: dict | None = None) -> None:
     of each reader's region (unless it computes on blocks).  A group in ``halos`` (group ->
     halo) pads its blocked result with zeros, and its readers slice the halo off first
     (pir.codegen.tvm.halo)."""
-    from pir.codegen.tvm.halo import pad_maker, unpad_reader
+    from pir.codegen.tvm.halo import pad_maker, unpad_reader, unpadded_type
 
     halos = halos or {}
     for g in groups:
@@ -131,15 +131,8 @@ def block_outputs(groups: list[GroupOp], halos: dict | None = None) -> None:
             if halo is None:
                 _from_blocked(reader.body.block, arg, v.type)
             else:
-                _from_blocked(reader.body.block, arg, unpadded(v.type, halo))
+                _from_blocked(reader.body.block, arg, unpadded_type(v.type, halo))
                 unpad_reader(reader.body.block, arg, halo)
-
-
-def unpadded(t: TensorType, halo) -> TensorType:
-    """The blocked type ``t`` less a halo."""
-    n, cb, hp, wp, lanes = t.shape
-    ph, pw, qh, qw = halo
-    return t.with_shape([n, cb, hp - ph - qh, wp - pw - qw, lanes])
 
 
 def to_blocked(body: Block, at: int, y: Value) -> Value:
