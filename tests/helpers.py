@@ -178,3 +178,22 @@ def sample_mlp() -> onnx.ModelProto:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.build()
+
+
+def codegen_kernels(model: onnx.ModelProto, pipeline: str):
+    """``model`` imported, run through ``pipeline`` and compiled for the CPU (TVM kernels):
+    (the module, a parsed copy of it before codegen, its kernel ops by first result name)."""
+    from pir.codegen.tvm.codegen import codegen_module
+    from pir.ir.dialects.kernel import TvmKernelOp
+    from pir.ir.verifier import verify_module
+    from pir.passes.manager import PassManager
+    from pir.passes.pipeline import parse_pipeline
+
+    module = import_model(model)
+    PassManager(parse_pipeline(pipeline)).run(module)
+    before = parse_module(print_module(module))
+    codegen_module(module, "llvm")
+    verify_module(module)
+    kernels = {op.results[0].name: op for op in module.funcs[0].entry.ops
+               if isinstance(op, TvmKernelOp)}
+    return module, before, kernels

@@ -13,17 +13,11 @@ pytest.importorskip("tvm")
 import onnx.helper as oh  # noqa: E402
 import tvm  # noqa: E402
 
-from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
-from pir.frontends.onnx.importer import import_model  # noqa: E402
-from pir.ir.dialects.kernel import TvmKernelOp  # noqa: E402
 from pir.ir.parser import parse_module  # noqa: E402
 from pir.ir.printer import print_module  # noqa: E402
-from pir.ir.verifier import verify_module  # noqa: E402
-from pir.passes.manager import PassManager  # noqa: E402
-from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter, compile_program  # noqa: E402
-from helpers import graph_model  # noqa: E402
+from helpers import codegen_kernels, graph_model  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
@@ -51,14 +45,7 @@ def _model(second_kernel: int = 3):
 
 
 def _compile(model):
-    module = import_model(model)
-    PassManager(parse_pipeline(FUSE)).run(module)
-    before = parse_module(print_module(module))
-    codegen_module(module, "llvm")
-    verify_module(module)
-    kernels = {op.results[0].name: op for op in module.funcs[0].entry.ops
-               if isinstance(op, TvmKernelOp)}
-    return module, before, kernels
+    return codegen_kernels(model, FUSE)
 
 
 @pytest.fixture(scope="module")

@@ -93,14 +93,18 @@ def test_values_only_conv_kernels_read_are_handed_over_in_channel_blocks(compile
 def test_a_conv_reading_blocks_packs_its_weights_in_their_order(compiled):
     module, _ = compiled
     # y's input d comes blocked, but a strided 3x3 window unblocks it in its padding copy
-    # and reduces in NCHW order (conv.reduces_blocks)
-    for name, blocked_input in [("a", False), ("b", True), ("c", True), ("d", False),
-                                ("y", False)]:
+    # and reduces in NCHW order (conv.reduces_blocks); b, a 3x3 stride-1 window from blocks
+    # to blocks, takes Winograd's transformed weights instead (pir.codegen.tvm.winograd)
+    for name, blocked_input in [("a", False), ("c", True), ("d", False), ("y", False)]:
         kernel = _producer_kernel(module, name)
         packed = [op for op in kernel.body.block.ops if op.name == "builtin.constant"
                   and op.results[0].name.endswith(".packed")]
         rank = len(packed[0].results[0].type.shape)
         assert rank == (6 if blocked_input else 5), name
+    b = _producer_kernel(module, "b")
+    (u,) = [op for op in b.body.block.ops if op.name == "builtin.constant"
+            and op.results[0].name.endswith(".winograd")]
+    assert u.results[0].type.shape == (4, 4, 1, 32, 32)  # [4, 4, O/32, C, 32]
     # the tile is written (and the residual read) 16 lanes, one block, at a time
     assert "T.vectorized(16)" in _producer_kernel(module, "c").source
 

@@ -138,7 +138,6 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
     from pir.codegen.tvm.halo import write_interior, yielded_halo
     from pir.codegen.tvm.lower import lower_block
-    from pir.codegen.tvm.nchwc import BLOCK
     from pir.codegen.tvm.schedule import schedule_cpu
 
     halo = yielded_halo(block) if kind == CONV else None
@@ -146,16 +145,18 @@ def _schedule(block: Block, symbol: str, kind: str | None):
         # the kernel is scheduled as if it wrote the value without its halo, then made to
         # write the padded buffer's interior and zero its border (pir.codegen.tvm.halo)
         kernel = _lower_unpadded(block, symbol, halo[0])
-        sch = schedule_matmul(kernel, split_cols=True, lanes=BLOCK)
-        if sch is None:
+        func = _conv_function(block, kernel)
+        if func is None:
             raise PirError("tvm codegen: the GEMM schedule does not fit a convolution "
                            "whose result has a halo")
-        func = write_interior(sch.mod[kernel.name], halo[1])
-        return tvm.IRModule({kernel.name: func})
+        return tvm.IRModule({kernel.name: write_interior(func, halo[1])})
     kernel = lower_block(block, symbol)
-    if kind in (MATMUL, CONV):
-        sch = schedule_matmul(kernel, split_cols=kind == CONV,
-                              lanes=BLOCK if kind == CONV and _blocked(block) else None)
+    if kind == CONV:
+        func = _conv_function(block, kernel)
+        if func is not None:
+            return tvm.IRModule({kernel.name: func})
+    if kind == MATMUL:
+        sch = schedule_matmul(kernel)
         if sch is not None:
             return sch.mod
     if kind == DWCONV:
@@ -163,6 +164,20 @@ def _schedule(block: Block, symbol: str, kind: str | None):
         if sch is not None:
             return sch.mod
     return schedule_cpu(kernel)
+
+
+def _conv_function(block: Block, kernel):
+    """The scheduled function of a conv group's kernel: Winograd's three stages
+    (pir.codegen.tvm.winograd) or the register-tiled GEMM; None when neither fits."""
+    from pir.codegen.tvm.gemm import schedule_matmul
+    from pir.codegen.tvm.nchwc import BLOCK
+    from pir.codegen.tvm.winograd import schedule_winograd, winograd_source
+
+    if any(op.name == "prim.conv" and winograd_source(op.operands[1]) is not None
+           for op in block.ops):
+        return schedule_winograd(kernel)
+    sch = schedule_matmul(kernel, split_cols=True, lanes=BLOCK if _blocked(block) else None)
+    return sch.mod[kernel.name] if sch is not None else None
 
 
 def _lower_unpadded(block: Block, symbol: str, pad):

@@ -22,7 +22,9 @@ A 1x1 convolution over many positions is instead ``gemm[n, o, p]``, positions in
 
 Between two such groups the value goes in channel blocks, ``[N, C/16, H, W, 16]``
 (pir.codegen.tvm.nchwc): a group whose input comes blocked reduces over ``(C/16, R, S, 16)``
-and reads the blocks directly (:func:`_conv_blocked`).
+and reads the blocks directly (:func:`_conv_blocked`).  A 3x3 stride-1 one from blocks to
+blocks is computed by Winograd's F(2x2, 3x3) instead (pir.codegen.tvm.winograd): its region
+holds the transformed weights and the ops that turn them back into the 3x3 ones.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
 from pir.codegen.tvm.nchwc_region import block_region, keeps_channels
+from pir.codegen.tvm.winograd import append_weights, winograd_conv, winograd_source
+from pir.codegen.tvm.winograd import applies as winograd_applies
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
@@ -151,9 +155,10 @@ def _conv_blocked(op, xb: Value, w, n, ctx, name):
     """The GEMM form of a convolution whose input comes in channel blocks
     (``xb``: ``[N, C/16, H, W, 16]``, see pir.codegen.tvm.nchwc): reduced over ``(C/16, R,
     S, 16)``, the order its weights are packed in, so a tile row's window loads walk one
-    position's 16 channels, contiguous, before the next tap.  An input its maker padded
-    with this convolution's padding (pir.codegen.tvm.halo) is read as it is; any other is
-    padded here first."""
+    position's 16 channels, contiguous, before the next tap; or, when its weights come from
+    Winograd's transformed ones, the Winograd form (pir.codegen.tvm.winograd).  An input its
+    maker padded with this convolution's padding (pir.codegen.tvm.halo) is read as it is;
+    any other is padded here first."""
     c = op.operands[0].type.shape[1]
     o, _, kr, ks = op.operands[1].type.shape
     _, _, ho, wo = op.results[0].type.shape
@@ -164,6 +169,9 @@ def _conv_blocked(op, xb: Value, w, n, ctx, name):
         xb = ctx.env[found[0]]
     else:
         xb = padded_input(op, ctx.env[xb], n, name, blocked=True)
+    u = winograd_source(op.operands[1])
+    if u is not None:
+        return winograd_conv(xb, ctx.env[u], n, c, o, ho, wo, name)
     rb = te.reduce_axis((0, c // BLOCK), name=f"{name}_cb")
     rr = te.reduce_axis((0, kr), name=f"{name}_r")
     rs = te.reduce_axis((0, ks), name=f"{name}_s")
@@ -268,6 +276,14 @@ def form_conv_groups(block: Block) -> int:
             if o_pad != o:
                 w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
             bn = _panel(o_pad)
+            if op in reads and op in makes and not flat and winograd_applies(op):
+                # (its output channels are whole panels: no padding, no slice)
+                wt = append_weights(body, enclosing_module(op), w, op.operands[1].type.dtype,
+                                    name, op.loc)
+                attrs = {k: op.attributes[k] for k in op.attributes}
+                return body.append(ConvOp.build(x_arg, wt, loc=op.loc, result_names=[name],
+                                                result_types=[op.results[0].type],
+                                                **attrs)).results[0]
             if op in reads and reduces_blocks(op):  # panel rows in (C/16, R, S, 16) order
                 packed, perm = pack_weights(w, bn), BLOCKED_PANEL_PERM
             else:
