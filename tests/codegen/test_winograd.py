@@ -12,8 +12,8 @@ pytest.importorskip("tvm")
 
 import onnx.helper as oh  # noqa: E402
 
-from pir.codegen.tvm.winograd import (G, G_PLUS, band_rows, transformed_weights,  # noqa: E402
-                                      winograd_source)
+from pir.codegen.tvm.winograd import (G, G_PLUS, band_rows, tile_group,  # noqa: E402
+                                      transformed_weights, winograd_source)
 from pir.ir.parser import parse_module  # noqa: E402
 from pir.ir.printer import print_module  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
@@ -41,13 +41,20 @@ def test_bands_are_whole_tile_rows_that_fit_and_only_when_u_stays_in_cache():
     assert band_rows(7, 7, 256, 256) is None  # U is 4 MB
     assert band_rows(5, 5, 32, 32) is None    # 5 tile rows: no divisor of 2..4
     assert band_rows(4, 4, 32, 32) == 2
+    assert band_rows(32, 1, 32, 32) is None   # one tile column: its loop would be dropped
 
 
-def _model(hw: int, c: int = 32, o: int = 32, residual: bool = False, stride: int = 1,
+def test_a_register_tile_is_the_most_tiles_of_4_to_8_that_divide_a_row():
+    assert [tile_group(tw) for tw in (28, 14, 7, 4, 5, 10, 16, 12)] == [7, 7, 7, 4, 5, 5, 8, 6]
+    assert [tile_group(tw) for tw in (1, 2, 3, 11, 13)] == [None] * 5
+
+
+def _model(hw, c: int = 32, o: int = 32, residual: bool = False, stride: int = 1,
            pad: int = 1):
-    """a = relu(conv 1x1 16->c); b = relu(conv 3x3 of a (+ a)); y = conv 1x1 of b: b reads
-    and writes channel blocks, the form Winograd takes."""
-    rng = np.random.default_rng(hw + c)
+    """a = relu(conv 1x1 16->c); b = relu(conv 3x3 of a (+ a)); y = conv 1x1 of b, over an
+    ``hw`` (or (h, w)) map: b reads and writes channel blocks, the form Winograd takes."""
+    h, w = hw if isinstance(hw, tuple) else (hw, hw)
+    rng = np.random.default_rng(h * w + c)
     inits, nodes = {}, []
 
     def conv(name, x, ci, co, k, s=1, p=0):
@@ -64,7 +71,7 @@ def _model(hw: int, c: int = 32, o: int = 32, residual: bool = False, stride: in
         b = "b.sum"
     nodes.append(oh.make_node("Relu", [b], ["b"]))
     conv("y", "b", o, 32, 1)
-    return graph_model(nodes, {"x": ["N", 16, hw, hw]}, ["y.cv"], inits)
+    return graph_model(nodes, {"x": ["N", 16, h, w]}, ["y.cv"], inits)
 
 
 def _compile(model):
@@ -81,16 +88,17 @@ def _winograd(kernel) -> bool:
     (9, 32, 32, True, None),       # an odd map: 5x5 tiles, the last row and column cut
     (32, 32, 32, True, True),      # bands of 8 tile rows
     (8, 160, 160, False, False),   # U of 1.6 MB: no bands, the 16 GEMMs in parallel
+    ((64, 10), 32, 32, True, True),  # register tiles of 5 tiles
 ])
 def test_the_winograd_kernel_computes_the_convolution(hw, c, o, residual, banded):
-    module, before, kernels = _compile(_model(hw, c, o, residual))
+    h, w = hw if isinstance(hw, tuple) else (hw, hw)
+    module, before, kernels = _compile(_model((h, w), c, o, residual))
     b = kernels["b"]
     assert _winograd(b)
     assert "_wino_v" in b.source and "_wino_m" in b.source
-    th = -(-hw // 2)
-    assert (band_rows(th, th, c, o) is not None) == bool(banded)
+    assert (band_rows(-(-h // 2), -(-w // 2), c, o) is not None) == bool(banded)
     for n in (1, 3):
-        x = np.random.default_rng(n).standard_normal((n, 16, hw, hw)).astype(np.float32)
+        x = np.random.default_rng(n).standard_normal((n, 16, h, w)).astype(np.float32)
         want = run_function(before, {"x": x})["y.cv"]
         interp = TvmInterpreter(module)
         for _ in range(2):  # the second run reuses the plan's buffers
@@ -118,14 +126,16 @@ def test_the_region_holds_u_and_the_way_back_to_the_weights():
     ("unpadded", {"pad": 0}),
     ("48 output channels: not whole panels", {"o": 48}),
     ("3x3 tiles: fewer than MIN_TILES", {"hw": 6}),
+    ("one tile column", {"hw": (64, 2)}),
+    ("rows of 11 tiles: no register tile of 4 to 8 divides them", {"hw": (16, 22)}),
 ])
 def test_other_convolutions_keep_the_direct_form(why, kwargs):
     args = {"hw": 8, **kwargs}
     module, before, kernels = _compile(_model(**args))
     assert not _winograd(kernels["b"]), why
     assert "_wino" not in kernels["b"].source
-    x = np.random.default_rng(2).standard_normal((2, 16, args["hw"], args["hw"])) \
-        .astype(np.float32)
+    h, w = args["hw"] if isinstance(args["hw"], tuple) else (args["hw"],) * 2
+    x = np.random.default_rng(2).standard_normal((2, 16, h, w)).astype(np.float32)
     got = TvmInterpreter(module).run(module.funcs[0], {"x": x})["y.cv"]
     np.testing.assert_allclose(got, run_function(before, {"x": x})["y.cv"],
                                rtol=1e-4, atol=1e-4)

@@ -35,7 +35,7 @@ from pir.ir.core import Block, Operation, Value
 from pir.ir.types import TensorType
 
 __all__ = ["applies", "transformed_weights", "append_weights", "winograd_source",
-           "winograd_conv", "schedule_winograd", "band_rows", "G", "G_PLUS"]
+           "winograd_conv", "schedule_winograd", "band_rows", "tile_group", "G", "G_PLUS"]
 
 #: F(2x2, 3x3)'s filter transform (Lavin and Gray); its input transform B^T and output
 #: transform A^T are written out in :func:`_input_tap` and :func:`_output_sum`.
@@ -69,7 +69,16 @@ def applies(op: Operation) -> bool:
             and tuple(win["rhs_dilation"]) == (1, 1) and tuple(win["lhs_dilation"]) == (1, 1)
             and tuple(win["padding_low"]) == (1, 1) and tuple(win["padding_high"]) == (1, 1)
             and -(-h // 2) * -(-w // 2) >= MIN_TILES
+            and tile_group(-(-w // 2)) is not None
             and o % PANEL == 0 and c % 16 == 0)
+
+
+def tile_group(tw: int) -> int | None:
+    """Tiles per register tile in a row of ``tw`` tiles: the largest of 8..4 that divides
+    it (a register tile never spans two tile rows: TVM would write it back over the
+    bounding box of both); None when none does (a map 2, 6 or 22 wide: its last register
+    tile would compute up to 8 tiles for one, and the direct form is faster there)."""
+    return next((r for r in range(8, 3, -1) if tw % r == 0), None)
 
 
 def transformed_weights(w: np.ndarray) -> np.ndarray:
@@ -285,10 +294,11 @@ def _band_rows(sch, m) -> int | None:
 
 def band_rows(th: int, tw: int, c: int, o: int) -> int | None:
     """Tile rows per band over ``th`` x ``tw`` tiles, ``c`` -> ``o`` channels: the most, at
-    least 2 (a band of one row would drop its loop, of extent 1), that divide the tile rows
-    with V and M of the band within BAND_BYTES; None for no bands (U over
-    BAND_WEIGHT_BYTES, or no such count short of all the rows)."""
-    if 16 * c * o * 4 > BAND_WEIGHT_BYTES:
+    least 2, that divide the tile rows with V and M of the band within BAND_BYTES; None for
+    no bands (U over BAND_WEIGHT_BYTES, one tile column, or no such count short of all the
+    rows).  Under a band's loop TVM drops the loops of extent 1 that the schedule indexes:
+    a band of one row, or a map one tile wide."""
+    if 16 * c * o * 4 > BAND_WEIGHT_BYTES or tw < 2:
         return None
     per_row = 16 * tw * (c + o) * 4
     best = None
@@ -311,13 +321,9 @@ def _schedule_gemm(sch, m, loop) -> None:
     """M: the matmul schedule's register tile (a few tiles of a tile row x one panel of
     PANEL output channels, accumulated over C); the 16 GEMMs the parallel loop when there
     are no bands (``loop`` None)."""
-    from pir.codegen.tvm.gemm import _tile_rows
-
     *outer, a, e, ty, tx, o, k = _loops_under(sch, m, loop)
     po, pi = sch.split(o, [None, PANEL])
-    # a register tile is a few tiles of one tile row: one that spanned two rows would be
-    # written back over the bounding box of both
-    mo, mi = sch.split(tx, [None, _tile_rows(sch.get(tx).extent)])
+    mo, mi = sch.split(tx, [None, tile_group(int(sch.get(tx).extent))])
     sch.reorder(a, e, po, ty, mo, k, mi, pi)
     sch.vectorize(pi)
     sch.unroll(mi)
