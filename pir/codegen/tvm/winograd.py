@@ -29,7 +29,9 @@ and of the way back moves results by about 1e-7 relative.
 from __future__ import annotations
 
 import numpy as np
+import tvm
 from tvm import te, tirx
+from tvm.s_tir import ScheduleError
 
 from pir.ir.core import Block, Operation, Value
 from pir.ir.types import TensorType
@@ -237,9 +239,6 @@ def schedule_winograd(kernel):
     """The scheduled function of a conv group's kernel whose convolution is
     :func:`winograd_conv`; None when the kernel does not have its shape (the caller then
     uses another schedule)."""
-    import tvm
-    from tvm.s_tir import ScheduleError
-
     from pir.codegen.tvm.fast_schedule import FastSchedule
     from pir.codegen.tvm.gemm import _schedule_col
 
