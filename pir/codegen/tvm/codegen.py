@@ -133,6 +133,7 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     schedule, every other group (and a matmul it does not fit) the generic CPU one."""
     import tvm
 
+    from pir.codegen.tvm.batch_private import drop_batch_dims
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
@@ -158,7 +159,7 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     if kind == MATMUL:
         sch = schedule_matmul(kernel)
         if sch is not None:
-            return sch.mod
+            return tvm.IRModule({kernel.name: drop_batch_dims(sch.mod[kernel.name])})
     if kind == DWCONV:
         sch = schedule_depthwise(kernel)
         if sch is not None:
@@ -169,6 +170,7 @@ def _schedule(block: Block, symbol: str, kind: str | None):
 def _conv_function(block: Block, kernel):
     """The scheduled function of a conv group's kernel: Winograd's three stages
     (pir.codegen.tvm.winograd) or the register-tiled GEMM; None when neither fits."""
+    from pir.codegen.tvm.batch_private import drop_batch_dims
     from pir.codegen.tvm.gemm import schedule_matmul
     from pir.codegen.tvm.nchwc import BLOCK
     from pir.codegen.tvm.winograd import schedule_winograd, winograd_source
@@ -177,7 +179,7 @@ def _conv_function(block: Block, kernel):
            for op in block.ops):
         return schedule_winograd(kernel)
     sch = schedule_matmul(kernel, split_cols=True, lanes=BLOCK if _blocked(block) else None)
-    return sch.mod[kernel.name] if sch is not None else None
+    return drop_batch_dims(sch.mod[kernel.name]) if sch is not None else None
 
 
 def _lower_unpadded(block: Block, symbol: str, pad):
