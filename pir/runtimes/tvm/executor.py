@@ -30,6 +30,7 @@ from pir.runtimes.reference.interpreter import DimConflict, Interpreter
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
 from pir.runtimes.tvm.plan import Plan
+from pir.runtimes.tvm.signature import check_signature
 
 __all__ = ["CompiledProgram", "TvmInterpreter", "cache_dir", "compile_program", "stats"]
 
@@ -86,9 +87,11 @@ class CompiledProgram:
         if k is None:
             free: list[str] = []
             derived = derived_dims(op.body.block, free)
+            params = _params(op)
+            check_signature(op, params, free)  # (the kernels do not check their arguments)
             # the weights on huge pages (pir.runtimes.hugepages), shared with TVM
             k = _Kernel(self.module[op.symbol], [as_tvm(self.weights.copy(a), self.device)[0]
-                                                 for a in _params(op)], derived, free)
+                                                 for a in params], derived, free)
             self._kernels[op] = k
         return k
 
