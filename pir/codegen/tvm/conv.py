@@ -250,7 +250,7 @@ def form_conv_groups(block: Block) -> int:
     """Replace each convolution of ``block`` this module compiles (and its epilogue group)
     by one ``conv`` group."""
     from pir.ir.dialects.prim.linalg import ConvOp
-    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp
 
     weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
     epilogues, (makes, reads, regions) = _plan_layout(block, weights)
@@ -277,27 +277,12 @@ def form_conv_groups(block: Block) -> int:
                 w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
             bn = _panel(o_pad)
             if op in reads and op in makes and not flat and winograd_applies(op):
-                # (its output channels are whole panels: no padding, no slice)
-                wt = append_weights(body, enclosing_module(op), w, op.operands[1].type.dtype,
+                # Winograd's transformed weights, and the ops back to these (its output
+                # channels are whole panels: no padding, no slice after the conv)
+                kt = append_weights(body, enclosing_module(op), w, op.operands[1].type.dtype,
                                     name, op.loc)
-                attrs = {k: op.attributes[k] for k in op.attributes}
-                return body.append(ConvOp.build(x_arg, wt, loc=op.loc, result_names=[name],
-                                                result_types=[op.results[0].type],
-                                                **attrs)).results[0]
-            if op in reads and reduces_blocks(op):  # panel rows in (C/16, R, S, 16) order
-                packed, perm = pack_weights(w, bn), BLOCKED_PANEL_PERM
             else:
-                packed = np.ascontiguousarray(w.reshape(o_pad // bn, bn, c_in, kr, ks)
-                                              .transpose(0, 2, 3, 4, 1))
-                perm = (0, 4, 1, 2, 3)
-            c = body.append(make_constant(enclosing_module(op), packed, f"{name}.packed",
-                                          op.loc))
-            kt = body.append(TransposeOp.build(c.results[0], permutation=list(perm),
-                                               loc=op.loc, result_names=[f"{name}.panels"]))
-            wt = op.operands[1].type
-            kt = body.append(ReshapeOp.build(kt.results[0], loc=op.loc,
-                                             result_types=[wt.with_shape([o_pad, c_in, kr, ks])],
-                                             result_names=[f"{name}.w"]))
+                kt = _packed_weights(body, op, w, bn, reads, name)
             attrs = {k: op.attributes[k] for k in op.attributes}
             out = op.results[0].type
             if flat:
@@ -306,7 +291,7 @@ def form_conv_groups(block: Block) -> int:
                 out = out.with_shape([*out.shape[:2], 1, out.shape[2]])
             padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
             direct = o_pad == o and not flat
-            conv = body.append(ConvOp.build(x_arg, kt.results[0], loc=op.loc,
+            conv = body.append(ConvOp.build(x_arg, kt, loc=op.loc,
                                             result_types=[padded],
                                             result_names=[name if direct else f"{name}.pad"],
                                             **attrs))
@@ -332,6 +317,29 @@ def form_conv_groups(block: Block) -> int:
         blocked.append(g)
     block_outputs(blocked, halos)
     return count
+
+
+def _packed_weights(body: Block, op: Operation, w: np.ndarray, bn: int, reads,
+                    name: str) -> Value:
+    """Append to ``body`` the constant of ``w`` packed in panels of ``bn`` output channels
+    (in the input's block order when the convolution reads blocks) and the transpose and
+    reshape back to ``[O, C, R, S]``; return that."""
+    from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
+
+    o_pad, c_in, kr, ks = w.shape
+    if op in reads and reduces_blocks(op):  # panel rows in (C/16, R, S, 16) order
+        packed, perm = pack_weights(w, bn), BLOCKED_PANEL_PERM
+    else:
+        packed = np.ascontiguousarray(w.reshape(o_pad // bn, bn, c_in, kr, ks)
+                                      .transpose(0, 2, 3, 4, 1))
+        perm = (0, 4, 1, 2, 3)
+    c = body.append(make_constant(enclosing_module(op), packed, f"{name}.packed", op.loc))
+    kt = body.append(TransposeOp.build(c.results[0], permutation=list(perm), loc=op.loc,
+                                       result_names=[f"{name}.panels"]))
+    wt = op.operands[1].type
+    return body.append(ReshapeOp.build(kt.results[0], loc=op.loc,
+                                       result_types=[wt.with_shape([o_pad, c_in, kr, ks])],
+                                       result_names=[f"{name}.w"])).results[0]
 
 
 def _plan_halos(makes: set, epilogues: dict, weights: dict) -> dict:
