@@ -33,13 +33,14 @@ import math
 import tvm
 from tvm import tirx
 from tvm.s_tir import Schedule, ScheduleError
+from tvm.sym import Analyzer
 
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.inplace import reuse_output
 from pir.codegen.tvm.prefetch import prefetch_rows
 from pir.codegen.tvm.lower import LoweredKernel
 
-__all__ = ["schedule_cpu", "VECTOR_BYTES"]
+__all__ = ["schedule_cpu", "VECTOR_BYTES", "NO_UNROLL"]
 
 #: TIR expression nodes that count as one arithmetic op (loads, casts, constants do not).
 _ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Mod", "Min",
@@ -56,6 +57,17 @@ _MAX_INLINE_CONSUMERS = 2
 #: A row kernel whose arguments and results take more bytes than this streams them from
 #: memory: the last-level cache of the machine the schedule was measured on (32 MiB).
 STREAMING_BYTES = 32 << 20
+
+#: The PrimFunc attribute of a kernel whose loops LLVM must not unroll (the runtime builds
+#: it with LLVM's unroll thresholds at 0: pir.runtimes.tvm.library).  A heavy row kernel
+#: that streams from memory gets it.  Fully unrolled, each load and store of a row pass is an
+#: instruction of its own, run once per row at the row's stride; softmax over [16384, 768]
+#: then took 5.2-5.4 ms when its input started on a 4 KB boundary (as the runtime's buffers
+#: do) and 2.9-3.0 ms one cache line past it; with its loops kept, 2.8-2.9 ms at both
+#: (bench/kernels.py's op, A/B in one process; a C version reproduced it: a fully unrolled
+#: max pass alone 5.8 ms, a loop 2.9).  RMSNorm and LayerNorm, light, measured as fast or
+#: faster unrolled, and rows the caches hold do not show it.
+NO_UNROLL = "pir.no_unroll"
 
 #: Arithmetic ops per element (summed over a row kernel's blocks) up to which a kernel that
 #: streams from memory counts as light: RMSNorm has 7, LayerNorm 13, softmax (its exp a
@@ -100,6 +112,8 @@ def schedule_cpu(kernel: LoweredKernel, vector_bytes: int = VECTOR_BYTES) -> tvm
             # 5.4 ms, bench/kernels.py): its exp keeps the core busy, and the extra loads
             # only compete with the output row's
             func = prefetch_rows(func, len(kernel.inputs), scheduler.row_loops)
+        if scheduler.streams_heavy:
+            func = func.with_attr(NO_UNROLL, True)
         mod = tvm.IRModule({kernel.name: func})
     return mod
 
@@ -153,6 +167,7 @@ class _Scheduler:
         self.kernel = kernel
         self.vector_bytes = vector_bytes
         self.row_loops = 0  # how many dims the parallel row loop fuses (fuse_rows), or 0
+        self.streams_heavy = False  # a row kernel that streams from memory and is not light
         # rfactor's partial-result buffers -> (accumulators, lanes), and the buffers that fold
         # several accumulators into one, both found again by buffer after compute_at
         self.partials: list[tuple[tirx.Buffer, tuple[int, int]]] = []
@@ -299,6 +314,8 @@ class _Scheduler:
             # rfactor first, while each reduction still has its own loop nest: the partial
             # (lane) sums and the final sum over the lanes then both move under the row loop
             nbytes, ops = self.nbytes(), self.ops_per_element()
+            self.streams_heavy = nbytes is not None and nbytes > STREAMING_BYTES \
+                and ops > LIGHT_OPS
             reductions = [b for b in self.blocks() if self.is_reduction(b)]
             lanes = self.lanes(anchor)
             for i, b in enumerate(reductions):
@@ -336,7 +353,33 @@ class _Scheduler:
                 self.vectorize_lanes(b, skip=1)
             elif not self.is_reduction(b):
                 self.vectorize_inner(b, skip=1)
+        for b in sch.get_child_blocks(row):
+            self.sum_as_made(b)
         return True
+
+    def sum_as_made(self, rf) -> None:
+        """Move a one-accumulator partial sum (or other reduction) of a kept row value into
+        the loop that makes the value, so that each vector is added while it is in a
+        register: softmax's exponentials are summed as they are written, one pass over the
+        row fewer, as ONNX Runtime's MLAS does (its SumExp kernel).  Only where the two
+        loops meet vector for vector (same chunks, same lanes)."""
+        sch = self.sch
+        if not self.written(rf, [buf for buf, shape in self.partials if shape[0] == 1]):
+            return
+        made = [p for p in sch.get_producers(rf) if not self.is_reduction(p)]
+        if len(made) != 1:
+            return
+        theirs, ours = sch.get_loops(made[0])[-2:], sch.get_loops(rf)[-2:]
+        same = Analyzer().can_prove_equal
+        if len(sch.get_loops(made[0])) != len(sch.get_loops(rf)) or not all(
+                same(sch.get(a).extent, sch.get(b).extent) for a, b in zip(theirs, ours)):
+            return
+        saved = sch.copy()
+        try:
+            sch.reverse_compute_at(rf, theirs[0], preserve_unit_loops=False)
+            sch.vectorize(sch.get_loops(rf)[-1])
+        except ScheduleError:
+            self.sch = saved
 
     def schedule_alone(self, block) -> None:
         sch = self.sch

@@ -90,8 +90,9 @@ class CompiledProgram:
             params = _params(op)
             check_signature(op, params, free)  # (the kernels do not check their arguments)
             # the weights on huge pages (pir.runtimes.hugepages), shared with TVM
-            k = _Kernel(self.module[op.symbol], [as_tvm(self.weights.copy(a), self.device)[0]
-                                                 for a in params], derived, free)
+            fn = self.module.get_function(op.symbol, query_imports=True)
+            k = _Kernel(fn, [as_tvm(self.weights.copy(a), self.device)[0] for a in params],
+                        derived, free)
             self._kernels[op] = k
         return k
 

@@ -30,9 +30,48 @@ def jobs() -> int:
     return max(1, int(env)) if env else len(os.sched_getaffinity(0))
 
 
+#: LLVM's unroll thresholds at 0, for the kernels whose source asks for its loops as written
+#: (``pir.codegen.tvm.schedule.NO_UNROLL``).  TVM has no per-loop unroll hint for LLVM, and
+#: sets a target's LLVM options process-wide while it builds (and puts them back after), so
+#: these kernels are built on their own, with no other build running.
+_NO_UNROLL_OPTIONS = ["-unroll-threshold-aggressive:uint=0", "-unroll-threshold-default:uint=0"]
+
+
+def wants_loops(source: str) -> bool:
+    """Whether a kernel's printed source carries the NO_UNROLL attribute (TVMScript prints a
+    function's attributes as one ``T.func_attr`` dict)."""
+    from pir.codegen.tvm.schedule import NO_UNROLL
+
+    return f'"{NO_UNROLL}": True' in source
+
+
+def _no_unroll(target) -> tvm.target.Target:
+    config = dict(target.export())
+    config["cl-opt"] = [*config.get("cl-opt", []), *_NO_UNROLL_OPTIONS]
+    return tvm.target.Target(config)
+
+
+def _split(sources: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the kernels built as usual, the ones built with their loops kept)."""
+    kept = {sym: src for sym, src in sources.items() if wants_loops(src)}
+    return {sym: src for sym, src in sources.items() if sym not in kept}, kept
+
+
 def build_sources(sources: dict[str, str], target) -> tvm.runtime.Module | None:
     """One in-memory TVM module with every kernel of ``sources`` (symbol -> TIR source);
-    None when there are none."""
+    None when there are none.  Kernels that keep their loops are built into a second module,
+    which the first imports (look functions up with ``query_imports``)."""
+    plain, kept = _split(sources)
+    lib = _build(plain, target)
+    if kept:
+        other = _build(kept, _no_unroll(target))
+        if lib is None:
+            return other
+        lib.import_module(other)
+    return lib
+
+
+def _build(sources: dict[str, str], target) -> tvm.runtime.Module | None:
     from pir.codegen.tvm.source_cache import made_func
 
     if not sources:
@@ -63,19 +102,27 @@ def build_library(sources: dict[str, str], target, path: pathlib.Path) -> None:
     """Build every kernel of ``sources`` into the shared library ``path``, written under a
     temporary name and renamed into place, so that a concurrent run never loads half a
     file."""
-    parts = _partition(sources, min(jobs(), len(sources)))
+    plain, kept = _split(sources)
+    parts = _partition(plain, min(jobs(), len(plain))) if plain else []
+    targets = [target] * len(parts)
+    if kept:  # last, and alone: its LLVM options are process-wide while it builds
+        parts.append(kept)
+        targets.append(_no_unroll(target))
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="pir-build-") as work:
         objects = [os.path.join(work, f"part{i}.o") for i in range(len(parts))]
 
         def build_part(i: int) -> None:
-            build_sources(parts[i], target).write_to_file(objects[i])
+            _build(parts[i], targets[i]).write_to_file(objects[i])
 
-        if len(parts) == 1:
+        side_by_side = len(parts) - (1 if kept else 0)
+        if side_by_side > 1:
+            with ThreadPoolExecutor(side_by_side) as pool:
+                list(pool.map(build_part, range(side_by_side)))  # re-raises a part's error
+        elif side_by_side == 1:
             build_part(0)
-        else:
-            with ThreadPoolExecutor(len(parts)) as pool:
-                list(pool.map(build_part, range(len(parts))))  # re-raises a part's error
+        if kept:
+            build_part(len(parts) - 1)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".so", dir=path.parent)
         os.close(fd)
         try:
