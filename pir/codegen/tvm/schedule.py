@@ -19,7 +19,8 @@ rms_norm) need, with no search:
    into lanes that accumulate side by side and a short final reduction over the lanes.  A
    row reduction whose data the caches hold keeps four vector accumulators, so that its
    adds do not wait on each other; the pass that streams a row in from memory keeps one
-   (see :func:`row_accumulators`).
+   (see :func:`row_accumulators`).  A one-accumulator sum of a kept row is taken in the
+   loop that makes the row (:meth:`_Scheduler.sum_as_made`).
 
 Anything the schedule can not do for a block (a symbolic inner extent, a shape that does not
 divide by the vector width...) leaves that block correct but slower: scheduling is an
@@ -62,8 +63,8 @@ STREAMING_BYTES = 32 << 20
 #: it with LLVM's unroll thresholds at 0: pir.runtimes.tvm.library).  A heavy row kernel
 #: that streams from memory gets it.  Fully unrolled, each load and store of a row pass is an
 #: instruction of its own, run once per row at the row's stride; softmax over [16384, 768]
-#: then took 5.2-5.4 ms when its input started on a 4 KB boundary (as the runtime's buffers
-#: do) and 2.9-3.0 ms one cache line past it; with its loops kept, 2.8-2.9 ms at both
+#: then took 5.2-5.6 ms when its input started on a 4 KB boundary (as the runtime's buffers
+#: do) and 2.9-3.3 ms one cache line past it; with its loops kept, 2.8-3.0 ms at both
 #: (bench/kernels.py's op, A/B in one process; a C version reproduced it: a fully unrolled
 #: max pass alone 5.8 ms, a loop 2.9).  RMSNorm and LayerNorm, light, measured as fast or
 #: faster unrolled, and rows the caches hold do not show it.

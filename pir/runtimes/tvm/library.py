@@ -6,6 +6,8 @@ the GIL, so the kernels are split into one part per CPU (``jobs``), each part is
 written to an object file in its own thread, and the objects are linked into one shared
 library, as ``export_library`` links its one object (a build system compiling translation
 units side by side).  Parts are balanced by source length, a fair proxy for LLVM's time.
+Kernels whose source asks LLVM to keep their loops (``pir.no_unroll``) are one part of their
+own, built after the others with LLVM's unroll thresholds at 0.
 """
 
 from __future__ import annotations
