@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("tvm")
 
+import tvm  # noqa: E402
 import tvm_ffi  # noqa: E402
 from tvm import tirx  # noqa: E402
 from tvm.s_tir.stmt import SBlockRealize  # noqa: E402
@@ -126,8 +127,6 @@ def test_a_kernel_that_keeps_its_loops_is_built_rolled_and_computes_the_same(str
     loads = {name: len(re.findall(r"= load <", lib.inspect_source("ll")))
              for name, lib in builds.items()}
     assert loads["kept"] < loads["unrolled"] / 2
-    import tvm
-
     x = np.random.default_rng(2).standard_normal((80, D)).astype(np.float32)
     outs = {}
     for name, lib in builds.items():
@@ -150,8 +149,6 @@ def test_a_program_with_kept_and_unrolled_kernels_builds_one_library(streaming, 
     assert [library.wants_loops(s) for s in sources.values()] == [True, False]
     path = cache / "tvm" / "both.so"
     library.build_library(sources, executor.host_target(), path)
-    import tvm
-
     # one library on disk; in memory, one module that imports the kept kernels' module
     for lib in (tvm.runtime.load_module(str(path)),
                 library.build_sources(sources, executor.host_target())):
