@@ -16,36 +16,13 @@ import tvm_ffi  # noqa: E402
 from tvm import tirx  # noqa: E402
 from tvm.s_tir.stmt import SBlockRealize  # noqa: E402
 
-from pir.codegen.tvm import compile_block, schedule  # noqa: E402
+from pir.codegen.tvm import schedule  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter, executor, library  # noqa: E402
-from helpers import node_model  # noqa: E402
-
-D = 768
-
-
-def _model(kind: str, rows: int):
-    x = np.zeros((2, D), np.float32)
-    if kind == "softmax":
-        return node_model("Softmax", {"x": x}, ["y"], axis=-1, shapes={"x": [rows, D]})
-    s = np.random.default_rng(0).standard_normal(D).astype(np.float32)
-    return node_model("RMSNormalization", {"x": x}, ["y"], opset=23, axis=-1,
-                      initializers={"s": s}, shapes={"x": [rows, D]})
-
-
-def _kernel(kind: str, rows: int):
-    module = import_model(_model(kind, rows))
-    PassManager(parse_pipeline("decompose,canonicalize,cse,dce")).run(module)
-    return compile_block(module.funcs[0].entry, kind)
-
-
-@pytest.fixture
-def streaming(monkeypatch):
-    """Rows of 64 x 768 floats count as streamed from memory (as 2 x 32 MiB would)."""
-    monkeypatch.setattr(schedule, "STREAMING_BYTES", 64 * D * 4)
+from rows import D, row_kernel, row_model  # noqa: E402
 
 
 def _blocks(stmt) -> list:
@@ -78,7 +55,7 @@ def _exp_and_sum_blocks(func) -> tuple[str, str]:
 
 
 def test_a_streamed_softmax_sums_each_vector_of_exponentials_as_it_writes_it(streaming):
-    kernel = _kernel("softmax", 80)
+    kernel = row_kernel("softmax", 80)
     func = kernel.mod[kernel.kernel.name]
     made, summed = _exp_and_sum_blocks(func)
     # one loop of 48 vectors holds both: the sum is not a pass of its own over the row
@@ -92,7 +69,7 @@ def test_a_streamed_softmax_sums_each_vector_of_exponentials_as_it_writes_it(str
 
 def test_rows_the_caches_hold_keep_a_pass_per_sum():
     # four accumulators for a row in L1: the sum stays a pass of its own, unrolled 4 ways
-    func = (k := _kernel("softmax", 80)).mod[k.kernel.name]
+    func = (k := row_kernel("softmax", 80)).mod[k.kernel.name]
     made, summed = _exp_and_sum_blocks(func)
     assert not any({made, summed} <= names for _, names in _blocks_per_loop(func))
 
@@ -102,13 +79,13 @@ def test_rows_the_caches_hold_keep_a_pass_per_sum():
 def test_only_a_heavy_streamed_row_kernel_asks_to_keep_its_loops(streaming, kind, rows, keeps):
     # softmax over 80 rows streams (over the patched threshold), over 8 it does not; RMSNorm
     # is light (7 ops per element) and measured as fast unrolled
-    func = (k := _kernel(kind, rows)).mod[k.kernel.name]
+    func = (k := row_kernel(kind, rows)).mod[k.kernel.name]
     assert bool(func.attrs.get(schedule.NO_UNROLL, False)) == keeps
     assert library.wants_loops(k.mod.script()) == keeps
 
 
 def _softmax_program(rows: int):
-    module = import_model(_model("softmax", rows))
+    module = import_model(row_model("softmax", rows))
     PassManager(parse_pipeline("decompose,canonicalize,fold,cse,dce,shapes,fuse")).run(module)
     codegen_module(module, "llvm")
     return module
