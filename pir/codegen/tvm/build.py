@@ -93,9 +93,12 @@ class CompiledKernel:
 
 
 def build(kernel: LoweredKernel, target=None, schedule: bool = True) -> CompiledKernel:
-    """Schedule ``kernel`` for the CPU (unless ``schedule`` is False) and build it."""
+    """Schedule ``kernel`` for the CPU (unless ``schedule`` is False) and build it as the
+    runtime does (the build options its schedule asks for included)."""
+    from pir.runtimes.tvm.library import build_module, flags_of
+
     mod = schedule_cpu(kernel) if schedule else tvm.IRModule({kernel.name: kernel.func})
-    lib = tvm.tirx.build(mod, target=target or host_target())
+    lib = build_module(mod, target or host_target(), flags_of(mod))
     return CompiledKernel(kernel, lib, mod)
 
 

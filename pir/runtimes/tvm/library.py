@@ -7,7 +7,9 @@ written to an object file in its own thread, and the objects are linked into one
 library, as ``export_library`` links its one object (a build system compiling translation
 units side by side).  Parts are balanced by source length, a fair proxy for LLVM's time.
 Kernels whose source asks LLVM to keep their loops (``pir.no_unroll``) are one part of their
-own, built after the others with LLVM's unroll thresholds at 0.
+own, built after the others with LLVM's unroll thresholds at 0; those that ask for
+non-temporal stores (``pir.nontemporal``) are one part of their own too, its LLVM IR
+rewritten before code generation (``nontemporal.py``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import tvm
 from tvm.support import cc
 
 from pir.errors import PirError
+from pir.runtimes.tvm.nontemporal import with_nontemporal_stores
 
-__all__ = ["build_sources", "build_library", "jobs"]
+__all__ = ["build_sources", "build_library", "build_module", "flags_of", "jobs"]
 
 
 def jobs() -> int:
@@ -47,37 +50,48 @@ def wants_loops(source: str) -> bool:
     return f'"{NO_UNROLL}": True' in source
 
 
+def wants_nontemporal(source: str) -> bool:
+    """Whether a kernel's printed source carries the NONTEMPORAL attribute."""
+    from pir.codegen.tvm.schedule import NONTEMPORAL
+
+    return f'"{NONTEMPORAL}": True' in source
+
+
+#: How a group of kernels is built: (loops kept, non-temporal stores).
+Flags = tuple[bool, bool]
+_PLAIN: Flags = (False, False)
+
+
 def _no_unroll(target) -> tvm.target.Target:
     config = dict(target.export())
     config["cl-opt"] = [*config.get("cl-opt", []), *_NO_UNROLL_OPTIONS]
     return tvm.target.Target(config)
 
 
-def _split(sources: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """(the kernels built as usual, the ones built with their loops kept)."""
-    kept = {sym: src for sym, src in sources.items() if wants_loops(src)}
-    return {sym: src for sym, src in sources.items() if sym not in kept}, kept
+def _groups(sources: dict[str, str]) -> dict[Flags, dict[str, str]]:
+    """The kernels of ``sources`` by how they are built, plain ones first."""
+    groups: dict[Flags, dict[str, str]] = {}
+    for sym, src in sources.items():
+        groups.setdefault((wants_loops(src), wants_nontemporal(src)), {})[sym] = src
+    return dict(sorted(groups.items()))
 
 
 def build_sources(sources: dict[str, str], target) -> tvm.runtime.Module | None:
     """One in-memory TVM module with every kernel of ``sources`` (symbol -> TIR source);
-    None when there are none.  Kernels that keep their loops are built into a second module,
-    which the first imports (look functions up with ``query_imports``)."""
-    plain, kept = _split(sources)
-    lib = _build(plain, target)
-    if kept:
-        other = _build(kept, _no_unroll(target))
-        if lib is None:
-            return other
-        lib.import_module(other)
-    return lib
+    None when there are none.  Kernels built another way (loops kept, non-temporal stores)
+    are in modules of their own, which the first imports (look functions up with
+    ``query_imports``)."""
+    modules = [_build(group, target, flags) for flags, group in _groups(sources).items()]
+    if not modules:
+        return None  # no kernels: nothing to build, every op runs on the reference rules
+    for other in modules[1:]:
+        modules[0].import_module(other)
+    return modules[0]
 
 
-def _build(sources: dict[str, str], target) -> tvm.runtime.Module | None:
+def _build(sources: dict[str, str], target, flags: Flags = _PLAIN) -> tvm.runtime.Module:
     from pir.codegen.tvm.source_cache import made_func
 
-    if not sources:
-        return None  # no kernels: nothing to build, every op runs on the reference rules
     merged = tvm.IRModule({})
     for sym, src in sources.items():
         made = made_func(src, sym)  # codegen made it in this process: no need to parse
@@ -93,38 +107,55 @@ def _build(sources: dict[str, str], target) -> tvm.runtime.Module | None:
         if len(funcs) != 1 or funcs[0][0].name_hint != sym:
             raise PirError(f"kernel {sym}: the source must hold one function named {sym}")
         merged[sym] = funcs[0][1]
+    return build_module(merged, target, flags)
+
+
+def flags_of(mod: tvm.IRModule) -> Flags:
+    """How the scheduled functions of ``mod`` ask to be built (any of them)."""
+    from pir.codegen.tvm.schedule import NO_UNROLL, NONTEMPORAL
+
+    funcs = [f for _, f in mod.functions.items() if f.attrs is not None]
+    return (any(bool(f.attrs.get(NO_UNROLL, False)) for f in funcs),
+            any(bool(f.attrs.get(NONTEMPORAL, False)) for f in funcs))
+
+
+def build_module(mod: tvm.IRModule, target, flags: Flags = _PLAIN) -> tvm.runtime.Module:
+    """Build the scheduled TIR ``mod`` for ``target`` the way ``flags`` asks.  One that keeps
+    its loops must not overlap another build (see _NO_UNROLL_OPTIONS)."""
+    keep_loops, nontemporal = flags
     # Without TVM's per-call argument checks: the runtime makes every argument from the
     # op's types, and pir.runtimes.tvm.signature checks each op against its kernel's
     # signature once (the checks were a quarter of the build time)
     with tvm.transform.PassContext(config={"tirx.disable_assert": True}):
-        return tvm.tirx.build(merged, target=target)
+        lib = tvm.tirx.build(mod, target=_no_unroll(target) if keep_loops else target)
+    return with_nontemporal_stores(lib) if nontemporal else lib
 
 
 def build_library(sources: dict[str, str], target, path: pathlib.Path) -> None:
     """Build every kernel of ``sources`` into the shared library ``path``, written under a
     temporary name and renamed into place, so that a concurrent run never loads half a
     file."""
-    plain, kept = _split(sources)
-    parts = _partition(plain, min(jobs(), len(plain))) if plain else []
-    targets = [target] * len(parts)
-    if kept:  # last, and alone: its LLVM options are process-wide while it builds
-        parts.append(kept)
-        targets.append(_no_unroll(target))
+    groups = _groups(sources)
+    plain = groups.pop(_PLAIN, {})
+    parts = [(p, _PLAIN) for p in _partition(plain, min(jobs(), len(plain)))] if plain else []
+    parts += [(group, flags) for flags, group in groups.items()]
+    # those that keep their loops last, one at a time: their LLVM options are process-wide
+    # while they build
+    side_by_side = sum(1 for _, (keep_loops, _) in parts if not keep_loops)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="pir-build-") as work:
         objects = [os.path.join(work, f"part{i}.o") for i in range(len(parts))]
 
         def build_part(i: int) -> None:
-            _build(parts[i], targets[i]).write_to_file(objects[i])
+            _build(parts[i][0], target, parts[i][1]).write_to_file(objects[i])
 
-        side_by_side = len(parts) - (1 if kept else 0)
         if side_by_side > 1:
             with ThreadPoolExecutor(side_by_side) as pool:
                 list(pool.map(build_part, range(side_by_side)))  # re-raises a part's error
         elif side_by_side == 1:
             build_part(0)
-        if kept:
-            build_part(len(parts) - 1)
+        for i in range(side_by_side, len(parts)):
+            build_part(i)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".so", dir=path.parent)
         os.close(fd)
         try:
