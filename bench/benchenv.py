@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["use_threads", "best_time", "best_times"]
+__all__ = ["use_threads", "best_time", "best_times", "paired_ratio"]
 
 
 def use_threads(threads: int) -> None:
@@ -36,19 +36,34 @@ def best_time(fn, repeat: int) -> float:
     return best
 
 
-def best_times(fns: dict, repeat: int) -> dict:
+def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
     """The fastest of ``repeat`` calls of each of ``fns`` (name -> callable), in seconds,
     the calls interleaved: each round calls every function once, in an order that reverses
     from one round to the next.  On a shared, noisy machine a load that comes and goes then
     falls on all of them alike, and none always runs right after the same neighbour (which
-    measured up to 0.5 ms of bias on ResNet-50 when one order was kept)."""
+    measured up to 0.5 ms of bias on ResNet-50 when one order was kept).  ``rounds``, if
+    given, receives each round's times (name -> seconds), for :func:`paired_ratio`."""
     for fn in fns.values():
         fn()  # warm up: page faults, pools, caches
     best = dict.fromkeys(fns, float("inf"))
     names = list(fns)
     for r in range(repeat):
+        times = {}
         for name in (names if r % 2 == 0 else names[::-1]):
             t = time.perf_counter()
             fns[name]()
-            best[name] = min(best[name], time.perf_counter() - t)
+            times[name] = time.perf_counter() - t
+            best[name] = min(best[name], times[name])
+        if rounds is not None:
+            rounds.append(times)
     return best
+
+
+def paired_ratio(rounds: list, a: str, b: str) -> float:
+    """The median over rounds of ``a``'s time over ``b``'s in the same round.  The two ran
+    back to back, so a slow spell of the machine divides out; the ratio of two bests can
+    pair a quiet moment of one with a busy one of the other (on this machine the two
+    differed by up to 10% on softmax)."""
+    ratios = sorted(t[a] / t[b] for t in rounds)
+    mid = len(ratios) // 2
+    return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2

@@ -41,7 +41,7 @@ import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import pir.codegen.tvm as ptvm  # noqa: E402,F401  (imports tvm with TVM_NUM_THREADS=1)
-from benchenv import best_time, best_times  # noqa: E402
+from benchenv import best_time, best_times, paired_ratio  # noqa: E402
 import tvm  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
@@ -176,8 +176,11 @@ def main() -> None:
             err = float(np.abs(k.out - want).max() / np.abs(want).max())
             # pir's kernel and ORT's op interleaved (benchenv.best_times); the slower
             # references after them
+            rounds: list = []
             times = best_times({"pir kernel": k.run_kernel,
-                                "ORT fused": lambda: sess.run(None, {"x": x})}, args.repeat)
+                                "ORT fused": lambda: sess.run(None, {"x": x})}, args.repeat,
+                               rounds)
+            times["paired"] = paired_ratio(rounds, "pir kernel", "ORT fused")
             times["pir run"] = best_time(lambda: k.run_program(x), max(3, args.repeat // 2))
             times["numpy"] = best_time(lambda: numpy_op(kind, x, s, b), max(3, args.repeat // 2))
             rows.append((kind, len(k.kernels), err, k.compile_s, times))
@@ -186,15 +189,16 @@ def main() -> None:
     cols = ["pir kernel", "pir run", "numpy", "ORT fused"]
     print(f"\n{'op':<10}{'kernels':>8}{'rel err':>9}{'build s':>8}"
           + "".join(f"{c + ' ms':>15}" for c in cols)
-          + "".join(f"{c + '/floor':>17}" for c in cols) + f"{'pir/ORT':>9}")
+          + "".join(f"{c + '/floor':>17}" for c in cols) + f"{'pir/ORT':>9}{'paired':>8}")
     for kind, nk, err, cs, t in rows:
         print(f"{kind:<10}{nk:>8}{err:>9.1e}{cs:>8.2f}"
               + "".join(f"{t[c] * 1e3:>15.2f}" for c in cols)
               + "".join(f"{t[c] / floor:>16.2f}x" for c in cols)
-              + f"{t['pir kernel'] / t['ORT fused']:>8.2f}x")
+              + f"{t['pir kernel'] / t['ORT fused']:>8.2f}x{t['paired']:>7.2f}x")
     print(f"floor {floor * 1e3:.2f} ms.  Targets: pir kernel <= 1.2x floor and <= 1.0x ORT "
           "fused.  'pir run' = the kernel through TvmInterpreter.run (aligned input, output "
-          "from the runtime's pool); 'build s' = compile or cache load; 'rel err' = max |pir - ORT| / max|ORT|.")
+          "from the runtime's pool); 'build s' = compile or cache load; 'rel err' = max |pir - ORT| / max|ORT|; "
+          "'paired' = the median over rounds of pir's time over ORT's in the same round.")
     sys.stdout.flush()
 
 

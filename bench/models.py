@@ -35,7 +35,7 @@ _ap.add_argument("--profile", metavar="NAME",
                  help="also print a cProfile (top 25, cumulative) of one pir run of NAME")
 ARGS = _ap.parse_args()
 
-from benchenv import best_times, use_threads  # noqa: E402
+from benchenv import best_times, paired_ratio, use_threads  # noqa: E402
 
 use_threads(ARGS.threads)  # before anything imports numpy or tvm
 
@@ -115,9 +115,11 @@ def main() -> None:
             err = max(float(np.abs(ours[k].astype(np.float64) - v).max()
                             / max(float(np.abs(v).max()), 1e-30))
                       for k, v in theirs.items() if k in ours)
+            rounds: list = []
             times = best_times({"pir": pir_run, "ort": lambda: sess.run(None, feeds)},
-                               args.repeat)
+                               args.repeat, rounds)
             t_pir, t_ort = times["pir"], times["ort"]
+            paired = paired_ratio(rounds, "pir", "ort")
             # one more run, timed per op (the runtime's --profile), split by op kind
             interp.profile = prof = {}
             t = time.perf_counter()
@@ -130,7 +132,7 @@ def main() -> None:
                 split[f"kernel.tvm[{kinds[key]}]" if what == "kernel" else key] += dt
             n_kernels = sum(isinstance(op, TvmKernelOp) for op in fn.entry.ops)
             rows.append((label, len(fn.entry.ops), n_kernels, len(report.kept), t1 - t0, t2 - t1,
-                         err, t_pir, t_ort))
+                         err, t_pir, t_ort, paired))
             splits.append((label, total, split))
             if args.profile == name:
                 prof = cProfile.Profile()
@@ -144,13 +146,14 @@ def main() -> None:
             del interp, sess
 
     print(f"\n{'model':<22}{'ops':>6}{'kernels':>8}{'groups':>7}{'opt+cg s':>9}{'build s':>8}"
-          f"{'max rel diff':>13}{'pir ms':>10}{'ORT ms':>10}{'pir/ORT':>9}")
-    for label, nops, nk, kept, tcg, tb, err, tp, to in rows:
+          f"{'max rel diff':>13}{'pir ms':>10}{'ORT ms':>10}{'pir/ORT':>9}{'paired':>8}")
+    for label, nops, nk, kept, tcg, tb, err, tp, to, paired in rows:
         print(f"{label:<22}{nops:>6}{nk:>8}{kept:>7}{tcg:>9.2f}{tb:>8.2f}{err:>13.1e}"
-              f"{tp * 1e3:>10.2f}{to * 1e3:>10.2f}{tp / to:>8.2f}x")
+              f"{tp * 1e3:>10.2f}{to * 1e3:>10.2f}{tp / to:>8.2f}x{paired:>7.2f}x")
     print("ops: top-level ops of the compiled function; kernels: kernel.tvm ops among them; "
           "groups: fusion groups left uncompiled (run by the reference rules); build s: TVM "
-          "build or cache load.  Target: pir/ORT <= 1.0x.")
+          "build or cache load; paired: the median over rounds of pir's time over ORT's in the "
+          "same round.  Target: pir/ORT <= 1.0x.")
     print("\npir time split per op kind (one extra run; % of that run; top 6):")
     for label, total, split in splits:
         top = sorted(split.items(), key=lambda kv: -kv[1])[:6]
