@@ -78,6 +78,11 @@ def test_only_aligned_vector_stores_into_a_buffer_never_read_become_non_temporal
 def test_ir_without_a_write_only_buffer_is_returned_as_it_was():
     ir = _IR.replace("ptr %y, align 64, !dbg !9, !tbaa !2", "ptr %y, align 64, !tbaa !1")
     assert nontemporal.mark_nontemporal(ir) == (ir, 0)
+    # a buffer read through an intrinsic (a masked load) is read all the same
+    masked = _IR.replace("  ret void\n}\n\ndefine void @g", "  %m = call <16 x float> "
+                         "@llvm.masked.load.v16f32.p0(ptr %y, i32 4, <16 x i1> splat (i1 true), "
+                         "<16 x float> poison), !tbaa !2\n  ret void\n}\n\ndefine void @g")
+    assert masked != _IR and nontemporal.mark_nontemporal(masked)[1] == 0
 
 
 def _rms(x: np.ndarray, s: np.ndarray) -> np.ndarray:

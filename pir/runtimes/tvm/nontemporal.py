@@ -38,8 +38,8 @@ _BYTES = {"float": 4, "double": 8, "half": 2, "bfloat": 2, "i8": 1, "i16": 2, "i
 
 #: ``store <16 x float> %v, ptr %p, align 64, !dbg !46, !tbaa !50``: the vector shape, the
 #: alignment and the metadata attachments (the stored value may be a constant with commas).
-_STORE = re.compile(r"^\s+store <(\d+) x (\w+)> .*, ptr %[\w.]+, align (\d+)((?:, ![\w.]+ !\d+)*)$")
-_LOAD_TAG = re.compile(r"= load .*!tbaa !(\d+)")
+_STORE = re.compile(r"^\s+store <(\d+) x (\w+)> .*, ptr %[\w.]+, align (\d+)"
+                    r"((?:, ![\w.]+ !\d+)*)$")
 _TAG = re.compile(r"!tbaa !(\d+)")
 _METADATA_ID = re.compile(r"^!(\d+) = ", re.M)
 _SFENCE = "  call void @llvm.x86.sse.sfence()"
@@ -49,7 +49,9 @@ def mark_nontemporal(ll: str) -> tuple[str, int]:
     """(``ll`` with the vector stores into write-only buffers non-temporal and an ``sfence``
     before every return of a function that has one, how many stores were marked)."""
     lines = ll.split("\n")
-    read = {m.group(1) for line in lines if (m := _LOAD_TAG.search(line))}
+    # a tag on anything but a plain store (a load, a masked load's call) is a buffer read
+    read = {m.group(1) for line in lines
+            if (m := _TAG.search(line)) and not line.lstrip().startswith("store ")}
     hint = max((int(i) for i in _METADATA_ID.findall(ll)), default=-1) + 1
     out: list[str] = []
     body: list[str] | None = None  # the lines of the function being read
@@ -71,12 +73,14 @@ def mark_nontemporal(ll: str) -> tuple[str, int]:
             body = None
     if not marked:
         return ll, 0
-    out += ["declare void @llvm.x86.sse.sfence()", f"!{hint} = !{{i32 1}}", ""]
+    if "@llvm.x86.sse.sfence()" not in ll:
+        out.append("declare void @llvm.x86.sse.sfence()")
+    out += [f"!{hint} = !{{i32 1}}", ""]
     return "\n".join(out), marked
 
 
 def _streams(line: str, read: set[str]) -> bool:
-    """Whether ``line`` is a naturally aligned vector store into a buffer no load reads."""
+    """Whether ``line`` is a naturally aligned vector store into a buffer nothing reads."""
     m = _STORE.match(line)
     if m is None:
         return False
