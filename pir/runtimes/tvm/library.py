@@ -141,6 +141,7 @@ def build_library(sources: dict[str, str], target, path: pathlib.Path) -> None:
     parts += [(group, flags) for flags, group in groups.items()]
     # those that keep their loops last, one at a time: their LLVM options are process-wide
     # while they build
+    parts.sort(key=lambda part: part[1][0])
     side_by_side = sum(1 for _, (keep_loops, _) in parts if not keep_loops)
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="pir-build-") as work:
