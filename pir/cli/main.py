@@ -44,14 +44,20 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.option("--max-tensor-bytes", type=click.IntRange(min=0), default=None, metavar="N",
+              help="The most bytes one tensor that pir reads or makes may take (default: "
+                   "this machine's physical memory); a larger one is an error.")
 @click.version_option(__version__, prog_name="pir")
-def main(debug: bool) -> None:
+def main(debug: bool, max_tensor_bytes: int | None) -> None:
     """pir: a graph compiler toolchain on an SSA IR (modelled on PaddlePaddle's PIR).
 
     Each command is a stage that reads one file and writes one file; `-` means stdin or
     stdout.  Start with `pir import model.onnx -o m.pir`, then `pir run m.pir --check
     model.onnx`.
     """
+    from pir.limits import set_tensor_bytes_limit
+
+    set_tensor_bytes_limit(max_tensor_bytes)
 
 
 if __name__ == "__main__":
