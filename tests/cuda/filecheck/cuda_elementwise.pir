@@ -1,4 +1,4 @@
-// RUN: d=$(mktemp -d) && pir codegen %s --target cuda --emit-sources $d -o /dev/null && filecheck %s < $d/y.cu && rm -r $d
+// RUN: d=$(mktemp -d) && pir codegen %s --target cuda --emit-sources $d -o $d/out.pir && filecheck %s < $d/y.cu && rm -r $d
 // RUN: pir codegen %s --target cuda | filecheck %s --check-prefix=IR
 // An elementwise group (bias add, then GELU in erf form) becomes one CUDA kernel: a
 // grid-stride loop over float4 vectors of x (one 16-byte load for 4 lanes), the bias read by

@@ -1,6 +1,6 @@
 // RUN: pir optimize %s -O1 | filecheck %s
 // RUN: pir optimize %s -O1 --print-ir-after=cse --timing 2>&1 >/dev/null | filecheck %s --check-prefix=LOG
-// RUN: d=$(mktemp -d) && pir optimize %s -O1 --dump-dir $d -o /dev/null && head -n 1 $d/02-fold.pir | filecheck %s --check-prefix=DUMP && rm -r $d
+// RUN: d=$(mktemp -d) && pir optimize %s -O1 --dump-dir $d -o $d/out.pir && head -n 1 $d/02-fold.pir | filecheck %s --check-prefix=DUMP && rm -r $d
 // RUN: not pir optimize %s -p 'cse,nosuch' 2>&1 | filecheck %s --check-prefix=ERR
 // RUN: not pir optimize %s -p cse -O1 2>&1 | filecheck %s --check-prefix=USAGE
 // -O1 (canonicalize,fold,cse,dce): each pass uncovers work for the next one.  x*1 goes

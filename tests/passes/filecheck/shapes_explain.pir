@@ -1,4 +1,4 @@
-// RUN: pir optimize %s -p 'shapes{explain}' -o /dev/null 2>&1 | filecheck %s
+// RUN: d=$(mktemp -d) && pir optimize %s -p 'shapes{explain}' -o $d/out.pir 2>&1 | filecheck %s && rm -r $d
 // `explain` prints each equality with the op that requires it, then the renamings, the
 // constraints on the inputs and how many result types were refined.
 
