@@ -19,10 +19,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import math
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, get_type_hints
 
-from pir.errors import PirError
+from pir.errors import PirError, UsageError
 from pir.ir.dialects.builtin import ModuleOp
 
 __all__ = ["Pass", "PASS_MODULES", "get_pass_class", "all_pass_classes", "PassOption",
@@ -49,13 +51,26 @@ class PassOption:
     type: str
     default: Any
     doc: str
+    min: int | float | None = None  # the valid range of an int or float option, inclusive
+    max: int | float | None = None
+
+    def range_text(self) -> str:
+        if self.min is not None and self.max is not None:
+            return f"between {self.min} and {self.max}"
+        if self.min is not None:
+            return f"at least {self.min}"
+        return f"at most {self.max}" if self.max is not None else ""
 
 
 @dataclass(frozen=True)
 class Pass:
     """Base of every pass; subclasses are frozen dataclasses whose fields are options.
 
-    A field's help text is given with ``dataclasses.field(metadata={"doc": "..."})``.
+    A field's help text is given with ``dataclasses.field(metadata={"doc": "..."})``, and
+    the valid range of a number with ``"min"`` and ``"max"`` there (inclusive).  An int
+    option is a count or a size, so its ``min`` is 0 unless the field says otherwise
+    (``"min": None`` for an int that may be negative); a value out of range is a usage
+    error when the pipeline is parsed, before any input is read.
     """
 
     name: ClassVar[str] = ""
@@ -73,8 +88,11 @@ class Pass:
         for f in dataclasses.fields(cls):
             default = f.default if f.default is not dataclasses.MISSING else (
                 f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
-            out.append(PassOption(f.name.replace("_", "-"), f.name, _type_name(hints[f.name]),
-                                  default, f.metadata.get("doc", "")))
+            type_name = _type_name(hints[f.name])
+            out.append(PassOption(f.name.replace("_", "-"), f.name, type_name, default,
+                                  f.metadata.get("doc", ""),
+                                  f.metadata.get("min", 0 if type_name == "int" else None),
+                                  f.metadata.get("max")))
         return out
 
     @classmethod
@@ -90,7 +108,7 @@ class Pass:
             opt = known.get(key)
             if opt is None:
                 valid = ", ".join(sorted(known)) or "none"
-                raise PirError(f"pass '{cls.name}' has no option '{key}' (options: {valid})")
+                raise UsageError(f"pass '{cls.name}' has no option '{key}' (options: {valid})")
             kwargs[opt.field] = _convert(cls.name, opt, value)
         return cls(**kwargs)
 
@@ -109,7 +127,12 @@ def _type_name(t) -> str:
     return "list"
 
 
+#: An int as pipeline text: ASCII digits only (int() also takes '٣' and '1_000').
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
 def _convert(pass_name: str, opt: PassOption, value: str | list[str]) -> Any:
+    """An option's value from pipeline text; a usage error when it is not one."""
     items = value if isinstance(value, list) else [value]
     try:
         if opt.type == "list":
@@ -122,14 +145,28 @@ def _convert(pass_name: str, opt: PassOption, value: str | list[str]) -> Any:
                 raise ValueError("expects true or false")
             return v.lower() in ("true", "1")
         if opt.type in ("int", "float"):
-            try:
-                return int(v) if opt.type == "int" else float(v)
-            except ValueError:
-                raise ValueError(f"expects {'an integer' if opt.type == 'int' else 'a number'}") from None
+            return _number(opt, v)
         return v
     except ValueError as e:
         shown = " ".join(value) if isinstance(value, list) else value
-        raise PirError(f"pass '{pass_name}' option '{opt.name}': {e} (got '{shown}')") from None
+        raise UsageError(f"pass '{pass_name}' option '{opt.name}': {e} (got '{shown}')") from None
+
+
+def _number(opt: PassOption, v: str) -> int | float:
+    if opt.type == "int":
+        if not _INT.fullmatch(v) or len(v) > 30:  # int() of thousands of digits is an error
+            raise ValueError("expects an integer")
+        n = int(v)
+    else:
+        try:
+            n = float(v)
+        except ValueError:
+            raise ValueError("expects a number") from None
+        if not math.isfinite(n):
+            raise ValueError("expects a finite number")
+    if (opt.min is not None and n < opt.min) or (opt.max is not None and n > opt.max):
+        raise ValueError(f"must be {opt.range_text()}")
+    return n
 
 
 def _format_option(v: Any) -> str:

@@ -4,11 +4,14 @@ Passes are separated by commas.  Options go in braces, separated by spaces or co
 ``name=value``; a list value continues over commas until the next ``name=`` (so
 ``{ops=softmax,layer_norm disable=x}`` is two options); a boolean option may be written
 bare (``{explain}``).
+
+A mistake in the text (syntax, an option a pass does not have, a value of the wrong type or
+out of the option's range) is a usage error, found before any input is read.
 """
 
 from __future__ import annotations
 
-from pir.errors import PirError, UsageError
+from pir.errors import UsageError
 from pir.passes.base import Pass, get_pass_class
 
 __all__ = ["parse_pipeline", "format_pipeline", "resolve_pipeline", "DEFAULT_PIPELINE", "PRESETS"]
@@ -24,7 +27,11 @@ PRESETS = {
 
 
 def _split_top(text: str) -> list[str]:
-    """Split on commas that are not inside braces."""
+    """Split on commas that are not inside braces.  Blank text is no passes (``-O0``); an
+    empty part between commas is an error, not a pass skipped: ``cse,,dce`` is more likely
+    a pass left out than one too many commas."""
+    if not text.strip():
+        return []
     parts, depth, cur = [], 0, []
     for c in text:
         if c == "{":
@@ -32,16 +39,19 @@ def _split_top(text: str) -> list[str]:
         elif c == "}":
             depth -= 1
             if depth < 0:
-                raise PirError(f"pipeline: unbalanced '}}' in '{text}'")
+                raise UsageError(f"pipeline: unbalanced '}}' in '{text}'")
         if c == "," and depth == 0:
             parts.append("".join(cur))
             cur = []
         else:
             cur.append(c)
     if depth:
-        raise PirError(f"pipeline: unclosed '{{' in '{text}'")
+        raise UsageError(f"pipeline: unclosed '{{' in '{text}'")
     parts.append("".join(cur))
-    return [p.strip() for p in parts if p.strip()]
+    parts = [p.strip() for p in parts]
+    if "" in parts:
+        raise UsageError(f"pipeline: empty pass name at pass {parts.index('') + 1} of '{text}'")
+    return parts
 
 
 def _parse_options(name: str, body: str, flags: set[str],
@@ -55,12 +65,12 @@ def _parse_options(name: str, body: str, flags: set[str],
         elif "=" in tok:
             key, value = tok.split("=", 1)
             if not key:
-                raise PirError(f"pipeline: pass '{name}': option without a name in '{tok}'")
+                raise UsageError(f"pipeline: pass '{name}': option without a name in '{tok}'")
             current = opts.setdefault(key.strip(), [])
             if value:
                 current.append(value)
         elif current is None:
-            raise PirError(f"pipeline: pass '{name}': expected name=value, got '{tok}' "
+            raise UsageError(f"pipeline: pass '{name}': expected name=value, got '{tok}' "
                            f"(options: {', '.join(sorted(options)) or 'none'})")
         else:
             current.append(tok)
@@ -85,11 +95,13 @@ def parse_pipeline(text: str) -> list[Pass]:
         if "{" in part:
             name, _, rest = part.partition("{")
             if not rest.endswith("}"):
-                raise PirError(f"pipeline: expected '}}' at the end of '{part}'")
+                raise UsageError(f"pipeline: expected '}}' at the end of '{part}'")
             body = rest[:-1]
         else:
             name, body = part, ""
         name = name.strip()
+        if not name:  # `{size-limit=3}` alone
+            raise UsageError(f"pipeline: options without a pass name in '{part}'")
         cls = get_pass_class(name)
         flags = {o.name for o in cls.options() if o.type == "bool"}
         options = {o.name for o in cls.options()}

@@ -42,7 +42,8 @@ class Fuse(Pass):
     """
 
     name: ClassVar[str] = "fuse"
-    max_group_ops: int = field(default=64, metadata={"doc": "the most ops one group may hold"})
+    max_group_ops: int = field(default=64, metadata={"doc": "the most ops one group may hold",
+                                                     "min": 1})
     disable: tuple = field(default=(), metadata={
         "doc": "kinds of fusion to turn off: horizontal, reduce, epilogue"})
     explain: bool = field(default=False, metadata={
