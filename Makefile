@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 .PHONY: venv demo test onnx-suite onnx-suite-optimized onnx-suite-compiled onnx-suite-update \
-	cuda-check cuda-suite bench clean
+	cuda-check cuda-suite bench fuzz fuzz-replay fuzz-seeds clean
 
 # Create or update the virtual environment with pir and everything it needs.
 venv: $(STAMP)
@@ -60,6 +60,32 @@ bench: venv
 	$(PY) bench/compile.py
 	$(PY) bench/autodiff.py
 	$(PY) bench/shard.py
+
+# Fuzz the readers (docs/fuzzing.md): the .pir parser/verifier/printer, the ONNX importer and
+# `pir run`'s inputs, FUZZ_SECONDS each, one after another, in-process with atheris (the fuzz
+# extra; the built-in mutator where atheris does not install).  New findings are minimised
+# into tests/fuzz/regressions/<target>/, which `make test` replays.  FUZZ_TARGET=pir|onnx|inputs
+# picks one; FUZZ_FLAGS passes more (e.g. --timeout 5 --memory-mb 2048 --no-save).
+FUZZ_SECONDS ?= 300
+FUZZ_TARGET  ?= all
+FUZZ_FLAGS   ?=
+FUZZ_STAMP   := $(VENV)/.fuzz-installed
+
+$(FUZZ_STAMP): pyproject.toml $(STAMP)
+	$(PY) -m pip install -q -e '.[test,dist,fuzz]' || \
+		echo "atheris did not install: fuzzing with the built-in mutator (docs/fuzzing.md)"
+	touch $@
+
+fuzz: $(FUZZ_STAMP)
+	$(PY) -m pir.testing.fuzz $(FUZZ_TARGET) --seconds $(FUZZ_SECONDS) $(FUZZ_FLAGS)
+
+# Each saved finding through its harness, one line each (what tests/fuzz runs, verbosely).
+fuzz-replay: venv
+	-$(PY) -m pir.testing.fuzz replay all
+
+# Rewrite the seed corpora and dictionaries under tests/fuzz (pir/testing/fuzz/seeds.py).
+fuzz-seeds: venv
+	$(PY) -m pir.testing.fuzz seeds
 
 clean:
 	rm -rf $(VENV) samples/*/build

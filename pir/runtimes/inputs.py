@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import tokenize
 import zipfile
 import zlib
 
@@ -131,12 +132,27 @@ def _check_header(f, what: str, size: int | None) -> None:
         version = npy_format.read_magic(f)
     except ValueError:
         raise PirError(f"{what}: not an .npy array") from None
-    if version == (1, 0):
-        shape, _, dtype = npy_format.read_array_header_1_0(f)
-    elif version == (2, 0):
-        shape, _, dtype = npy_format.read_array_header_2_0(f)
-    else:  # 3.0 only adds UTF-8 field names of structured dtypes, which are no tensors
+    if version not in ((1, 0), (2, 0)):
+        # 3.0 only adds UTF-8 field names of structured dtypes, which are no tensors
         raise PirError(f"{what}: .npy format version {version[0]}.{version[1]} is not supported")
+    # the header's length first: numpy reads (allocates) that many bytes before it looks at
+    # them, and a 12-byte file may claim 4 GiB
+    start = f.tell()
+    width = 2 if version == (1, 0) else 4
+    length = int.from_bytes(f.read(width), "little")
+    if length > _MAX_HEADER or (size is not None and length > size - f.tell()):
+        raise PirError(f"{what}: the .npy header claims {length} bytes, more than "
+                       f"{'the file holds' if length <= _MAX_HEADER else _MAX_HEADER}")
+    f.seek(start)
+    try:
+        if version == (1, 0):
+            shape, _, dtype = npy_format.read_array_header_1_0(f)
+        else:
+            shape, _, dtype = npy_format.read_array_header_2_0(f)
+    except (ValueError, SyntaxError, TypeError, tokenize.TokenError) as e:
+        # numpy parses the header as a Python literal: anything else is a malformed header
+        raise PirError(f"{what}: the .npy header is malformed ({type(e).__name__}: "
+                       f"{str(e).splitlines()[0] if str(e) else ''})") from None
     if dtype.hasobject:
         raise PirError(f"{what}: holds Python objects (dtype {dtype}), which pir does not "
                        "unpickle: save numeric arrays")
@@ -145,6 +161,10 @@ def _check_header(f, what: str, size: int | None) -> None:
         raise PirError(f"{what}: the header declares {dtype}{list(shape)} ({nbytes} bytes), "
                        f"but only {size - f.tell()} bytes of data follow")
 
+
+#: numpy's own bound on an .npy header (``max_header_size``), which it checks only after
+#: reading the header
+_MAX_HEADER = 10000
 
 _DECIMAL = re.compile(r"[0-9]+")  # ASCII only: str.isdigit also takes '²' and '٣'
 
