@@ -23,11 +23,20 @@ __all__ = [
     "reduce_shape",
     "const_value",
     "shape_of",
+    "MAX_RANK",
 ]
+
+#: The most dims a tensor may have.  numpy (the reference runtime, and folding at import)
+#: holds at most 64 (NPY_MAXDIMS in numpy 2), so a tensor of more cannot be made, and no model
+#: comes near it; a rank read from a file (a shape operand's length, a type's dim count) is
+#: checked against this before anything is built from it.
+MAX_RANK = 64
 
 
 def tensor(v: Value) -> TensorType:
     """The operand's type, which must be a tensor."""
+    if v is None:  # an absent operand the rule needs (a required input left out, or "")
+        raise PirError("expected a tensor, got a missing operand")
     t = v.type
     if not isinstance(t, TensorType):
         raise PirError(f"expected a tensor, got {t}")
@@ -70,6 +79,8 @@ def broadcast_shapes(*shapes: tuple[Dim, ...] | None) -> tuple[Dim, ...] | None:
 
 
 def normalize_axis(axis: int, rank: int) -> int:
+    if not isinstance(axis, (int, np.integer)):  # an attribute the model left untyped
+        raise PirError(f"axis must be an integer, got {axis!r}")
     if not -rank <= axis < max(rank, 1):
         raise PirError(f"axis {axis} is out of range for rank {rank}")
     return axis % rank if rank else 0

@@ -14,11 +14,36 @@ from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.typerules import const_value
 from pir.ir.types import TensorType, Type
 from pir.ir.verifier import types_compatible
+from pir.limits import checked_numel
 
 if TYPE_CHECKING:
     from pir.frontends.onnx.importer import GraphImporter
 
-__all__ = ["NodeContext"]
+__all__ = ["NodeContext", "node_loc", "node_label", "quoted", "shown"]
+
+#: How much of a name from the file a message shows.
+_SHOWN_CHARS = 200
+
+
+def shown(text: str) -> str:
+    """A string from the model as a message shows it: unprintable characters escaped, so
+    that an error stays one line, and cut short when very long."""
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    return out if len(out) <= _SHOWN_CHARS else out[:_SHOWN_CHARS] + "..."
+
+
+def quoted(text: str) -> str:
+    return f"'{shown(text)}'"
+
+
+def node_loc(node: onnx.NodeProto, index: int) -> str:
+    """How errors and locations name a node: its name, else its op type and first output."""
+    return node.name or f"{node.op_type}:{node.output[0] if node.output else index}"
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    """A node as error messages name it: ``ONNX node 'name' (OpType)``."""
+    return f"ONNX node {quoted(node_loc(node, index))} ({shown(node.op_type)})"
 
 
 class NodeContext:
@@ -38,7 +63,7 @@ class NodeContext:
         self.op_type = node.op_type
         self.domain = node.domain if node.domain != "ai.onnx" else ""
         self.opset = graph.opset(self.domain)
-        self.loc = node.name or f"{node.op_type}:{node.output[0] if node.output else index}"
+        self.loc = node_loc(node, index)
         self._attrs = {a.name: a for a in node.attribute}
         self._emitted = 0
 
@@ -67,12 +92,20 @@ class NodeContext:
         if a is None:
             return default
         if a.ref_attr_name:
-            raise self.error(f"attribute '{name}' refers to a function attribute, unsupported")
-        v = onnx.helper.get_attribute_value(a)
-        if a.type == onnx.AttributeProto.STRING:
-            return v.decode("utf-8")
-        if a.type == onnx.AttributeProto.STRINGS:
-            return [s.decode("utf-8") for s in v]
+            raise self.error(f"attribute {quoted(name)} refers to a function attribute, "
+                             "unsupported")
+        try:
+            v = onnx.helper.get_attribute_value(a)
+        except (ValueError, TypeError):  # no type, or one onnx does not know
+            raise self.error(f"attribute {quoted(name)} has no value of a known type "
+                             f"(type {a.type})") from None
+        try:
+            if a.type == onnx.AttributeProto.STRING:
+                return v.decode("utf-8")
+            if a.type == onnx.AttributeProto.STRINGS:
+                return [s.decode("utf-8") for s in v]
+        except UnicodeDecodeError:
+            raise self.error(f"attribute {quoted(name)} is not valid UTF-8") from None
         if a.type == onnx.AttributeProto.TENSOR:
             return self.graph.importer.tensor_to_array(v)
         if a.type == onnx.AttributeProto.INTS:
@@ -81,8 +114,14 @@ class NodeContext:
             return [float(x) for x in v]
         return v
 
+    def required_attr(self, name: str) -> Any:
+        """``attr(name)`` of an attribute the node must have."""
+        if name not in self._attrs:
+            raise self.error(f"missing required attribute '{name}'")
+        return self.attr(name)
+
     def error(self, message: str) -> PirError:
-        return PirError(f"ONNX node '{self.loc}' ({self.op_type}): {message}",
+        return PirError(f"ONNX node {quoted(self.loc)} ({shown(self.op_type)}): {message}",
                         file=self.graph.importer.filename)
 
     # -- outputs -----------------------------------------------------------------------------
@@ -110,9 +149,16 @@ class NodeContext:
         """Build and insert ``cls``.  Its results are named after the node's outputs listed in
         ``outputs`` (default: the first ones in order); types come from the op's type rule,
         merged with ONNX's shape inference, unless ``result_types`` is given."""
+        self._check_operands(cls, operands)
         op = cls.build(*operands, result_types=[], loc=self.loc, regions=regions, **attrs)
+        # The op's required attributes are the ones the node must have given (most have
+        # ONNX's names); checked here, so that the error names the node.
+        for key, adef in op.signature.attrs.items():
+            if adef.required and key not in op.attributes:
+                raise self.error(f"missing required attribute '{key}'")
         if result_types is None:
             result_types = self._merge_types(op, outputs)
+        self._check_sizes(result_types)
         op.set_results(result_types, self._names(len(result_types), outputs))
         if op.signature.results_need_segments and op.result_segments is None:
             raise self.error(f"{cls.name} has optional results: pass result_segments")
@@ -122,7 +168,30 @@ class NodeContext:
 
     def value(self, cls: type[Operation], *operands: Any, **kwargs: Any) -> Value:
         """``emit`` a one-result op and return its result."""
-        return self.emit(cls, *operands, **kwargs).results[0]
+        op = self.emit(cls, *operands, **kwargs)
+        if not op.results:  # no type rule result and no output for ONNX's inference to type
+            raise self.error(f"{cls.name} has no result: the node has no output")
+        return op.results[0]
+
+    def _check_sizes(self, types: list[Type]) -> None:
+        """A result no tensor can be (a Pad of 2**58 x 2**58) is an error naming the node,
+        not a type the printer writes and the parser then refuses (pir.limits)."""
+        for i, t in enumerate(types):
+            shape = getattr(t, "shape", None)
+            if shape is None:
+                continue
+            try:
+                checked_numel([d for d in shape if isinstance(d, int)], f"result {i}")
+            except PirError as e:
+                raise self.error(e.message) from None
+
+    def _check_operands(self, cls: type[Operation], operands: tuple) -> None:
+        """An empty input ("") among the values of a variadic operand is an error naming the
+        operand (the op itself would only see a None where a value belongs)."""
+        for d, v in zip(cls.signature.operands, operands):
+            if d.variadic and isinstance(v, (list, tuple)) and any(x is None for x in v):
+                raise self.error(f"operand '{d.name}' of {cls.name} has an empty input name "
+                                 "among its values")
 
     def temp(self, cls: type[Operation], *operands: Any, **kwargs: Any) -> Value:
         """An intermediate value of a multi-op expansion: named after the node's first output
@@ -155,15 +224,17 @@ class NodeContext:
         graph = self.attr(attr_name)
         if graph is None:
             raise self.error(f"missing graph attribute '{attr_name}'")
+        if not isinstance(graph, onnx.GraphProto):
+            raise self.error(f"attribute '{attr_name}' is not a graph")
         types, names = [], []
         for k, i in enumerate(graph.input):
-            t = type_from_onnx(i.type)
+            t = type_from_onnx(i.type, f"subgraph input {quoted(i.name)}")
             if t is None and arg_types is not None and k < len(arg_types):
                 t = arg_types[k]
             if t is None:
                 t = self.graph.inferred_type(i.name)
             if t is None:
-                raise self.error(f"subgraph input '{i.name}' has no known type")
+                raise self.error(f"subgraph input {quoted(i.name)} has no known type")
             types.append(t)
             names.append(i.name)
         block = Block(types, names)

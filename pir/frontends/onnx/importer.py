@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from typing import Iterator
 
 import numpy as np
@@ -19,7 +20,8 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from pir.errors import PirError
-from pir.frontends.onnx.context import NodeContext
+from pir.frontends.onnx import validate
+from pir.frontends.onnx.context import NodeContext, quoted, shown
 from pir.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAINS, load_all
 from pir.ir.builder import Builder
 from pir.ir.dialects import load_dialects
@@ -27,6 +29,7 @@ from pir.ir.core import Block, BlockArgument, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.dialects.func import FuncOp, ReturnOp
 from pir.ir.types import DType, TensorType, is_symbol_name
+from pir.limits import check_tensor_bytes
 
 __all__ = ["import_model", "load_model", "load_model_bytes", "MIN_OPSET", "MAX_OPSET"]
 
@@ -75,21 +78,31 @@ def symbol_for(dim_param: str) -> str | None:
     return name if is_symbol_name(name) else "s_" + name
 
 
-def type_from_onnx(tp: onnx.TypeProto) -> TensorType | None:
+def type_from_onnx(tp: onnx.TypeProto, what: str = "a value") -> TensorType | None:
+    """The tensor type ``tp`` declares (None for a non-tensor or an undefined element type);
+    a PirError, naming ``what``, for dims no tensor can have (validate.dims_error)."""
     if not tp.HasField("tensor_type") or not tp.tensor_type.elem_type:
         return None
     tt = tp.tensor_type
-    dtype = dtype_from_onnx(tt.elem_type)
+    try:
+        dtype = dtype_from_onnx(tt.elem_type)
+    except PirError as e:
+        raise PirError(f"{what}: {e.message}") from None
     if not tt.HasField("shape"):
         return TensorType(dtype, None)
     dims = []
     for d in tt.shape.dim:
+        # exporters write an unknown dim of a declared type as -1 (or 0 fields): unknown,
+        # unlike a tensor's own dims, where a negative one is an error (onnx.checker)
         if d.HasField("dim_value") and d.dim_value >= 0:
             dims.append(int(d.dim_value))
         elif d.HasField("dim_param"):
             dims.append(symbol_for(d.dim_param))
         else:
             dims.append(None)
+    problem = validate.dims_error(dims, dtype.itemsize, what)
+    if problem:
+        raise PirError(problem)
     return TensorType(dtype, tuple(dims))
 
 
@@ -134,7 +147,7 @@ def _without_weights(model: onnx.ModelProto, limit: int = 1024) -> onnx.ModelPro
     light = onnx.ModelProto()
     light.CopyFrom(model)
     for t in light.graph.initializer:
-        if int(np.prod(t.dims, dtype=np.int64)) > limit:
+        if int(np.prod(t.dims, dtype=object)) > limit:  # exact: dims are checked, not small
             for f in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
                       "uint64_data", "string_data"):
                 t.ClearField(f)
@@ -156,6 +169,17 @@ class ModelImporter:
     def check(self) -> None:
         load_dialects()
         load_all()
+        # Strings first: every later message prints names, which must be str.  Then what
+        # holds whatever the opset: each value defined once, dims that make tensors.
+        validate.check_strings(self.model, self.filename)
+        validate.check_ssa(self.model.graph, self.filename)
+        validate.check_dims(self.model, self.filename)
+        converted = {d for d, _ in CONVERTERS} | set(DEFAULT_DOMAINS)
+        for o in self.model.opset_import:
+            if o.version < 1 and o.domain in converted:  # others' versions mean nothing here
+                raise PirError(f"the model imports opset {o.version} of "
+                               f"{'domain ' + quoted(o.domain) if o.domain else 'ONNX'}: opset "
+                               "versions start at 1", file=self.filename)
         ver = self.opsets.get("")
         if ver is None:
             # A model of other domains only (the preview training ops' tests) needs none.
@@ -175,13 +199,15 @@ class ModelImporter:
                 if (dom, node.op_type) not in CONVERTERS:
                     missing.setdefault((dom, node.op_type), []).append(node.name or f"#{i}")
         self._check_against_schemas()
+        validate.check_nodes(self.model, self.opsets, self.filename)
         if missing:
             parts = []
             for (dom, op), names in sorted(missing.items()):
-                shown = ", ".join(f"'{n}'" for n in names[:5]) + (" ..." if len(names) > 5 else "")
+                nodes = ", ".join(quoted(n) for n in names[:5])
+                nodes += " ..." if len(names) > 5 else ""
                 version = self.opsets.get(dom, "?")
-                parts.append(f"{dom + '::' if dom else ''}{op} (opset {version}; "
-                             f"{len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
+                parts.append(f"{shown(dom) + '::' if dom else ''}{shown(op)} (opset {version}; "
+                             f"{len(names)} node{'s' if len(names) > 1 else ''}: {nodes})")
             raise PirError(f"unsupported ONNX ops: {'; '.join(parts)}", file=self.filename)
 
     def _check_against_schemas(self) -> None:
@@ -193,23 +219,31 @@ class ModelImporter:
             for i, node in enumerate(g.node):
                 if node.domain not in DEFAULT_DOMAINS:
                     continue
+                where = f"{node.op_type} {quoted(node.name or '#' + str(i))}"
                 try:
                     schema = onnx.defs.get_schema(node.op_type, self.opsets.get("", 1), "")
                 except onnx.defs.SchemaError:
+                    if onnx.defs.has(node.op_type):  # defined only by later opsets
+                        first = onnx.defs.get_all_schemas_with_history()
+                        since = min((s.since_version for s in first
+                                     if s.name == node.op_type and s.domain == ""), default="?")
+                        problems.append(f"{where}: ONNX defines {node.op_type} from opset "
+                                        f"{since}, the model imports opset "
+                                        f"{self.opsets.get('', 1)}")
                     continue  # unknown ops are reported by the caller
-                where = f"{node.op_type} '{node.name or '#' + str(i)}'"
                 extra = sorted({a.name for a in node.attribute} - set(schema.attributes))
                 if extra:
                     problems.append(f"{where} has attributes ONNX does not define for "
-                                    f"{node.op_type}-{schema.since_version}: {', '.join(extra)}")
+                                    f"{node.op_type}-{schema.since_version}: "
+                                    f"{', '.join(shown(a) for a in extra)}")
                 if len(node.input) > schema.max_input:
                     problems.append(f"{where} has {len(node.input)} inputs, "
                                     f"{node.op_type}-{schema.since_version} takes at most "
                                     f"{schema.max_input}")
         if problems:
-            shown = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more"
-                                               if len(problems) > 8 else "")
-            raise PirError(f"the model does not follow the ONNX spec: {shown}",
+            listed = "; ".join(problems[:8]) + (f"; and {len(problems) - 8} more"
+                                                if len(problems) > 8 else "")
+            raise PirError(f"the model does not follow the ONNX spec: {listed}",
                            file=self.filename)
 
     def _check_ancient_opset(self, ver: int) -> None:
@@ -235,43 +269,82 @@ class ModelImporter:
     # -- tensors -----------------------------------------------------------------------------
 
     def tensor_to_array(self, t: onnx.TensorProto) -> np.ndarray:
+        """The value of an initializer or tensor attribute.  Its dims are checked, and its
+        size against the memory limit, before anything is allocated or read."""
+        what = f"tensor {quoted(t.name)}"
+        try:
+            dtype = dtype_from_onnx(t.data_type)
+        except PirError as e:
+            raise PirError(f"{what}: {e.message}", file=self.filename) from None
+        problem = validate.dims_error(list(t.dims), dtype.itemsize, what)
+        if problem:
+            raise PirError(problem, file=self.filename)
+        try:
+            nbytes = check_tensor_bytes(t.dims, dtype.itemsize, what)
+        except PirError as e:
+            raise PirError(e.message, file=self.filename) from None
         if t.data_location == onnx.TensorProto.EXTERNAL:
-            return self._external(t)
+            return self._external(t, what, dtype, nbytes)
         try:
             arr = numpy_helper.to_array(t)
         except Exception as e:  # onnx raises a variety of errors for malformed tensors
-            raise PirError(f"tensor '{t.name}' cannot be read: {e}", file=self.filename) from None
+            raise PirError(f"{what} cannot be read: {e}", file=self.filename) from None
         if arr.dtype.kind in "SU":
             arr = arr.astype(object)
         return arr
 
-    def _external(self, t: onnx.TensorProto) -> np.ndarray:
+    def _external(self, t: onnx.TensorProto, what: str, dtype: DType, nbytes: int) -> np.ndarray:
+        """Data from a file beside the model.  A model from a stranger must not read files
+        outside its own folder: the location must be relative and, symlinks resolved, stay
+        inside it; and it must be a regular file (a FIFO or device would block or never end)."""
+        def fail(message: str) -> PirError:
+            return PirError(f"{what}: {message}", file=self.filename)
+
         info = {e.key: e.value for e in t.external_data}
         loc = info.get("location", "")
         if self.base_dir is None:
-            raise PirError(f"tensor '{t.name}' has external data, but the model was not read "
-                           "from a file", file=self.filename)
+            raise PirError(f"{what} has external data, but the model was not read from a file",
+                           file=self.filename)
+        if not loc:
+            raise fail("has external data without a location")
+        if "\0" in loc:
+            raise fail(f"external data location {loc!r} contains a NUL character")
         base = os.path.realpath(self.base_dir)
         path = os.path.realpath(os.path.join(base, loc))
         if os.path.isabs(loc) or os.path.commonpath([base, path]) != base:
-            raise PirError(f"tensor '{t.name}': external data path '{loc}' escapes the model's "
-                           "folder; refused", file=self.filename)
-        dtype = dtype_from_onnx(t.data_type)
-        shape = tuple(int(d) for d in t.dims)
-        count = int(np.prod(shape, dtype=np.int64))
-        offset = int(info.get("offset", 0))
-        length = int(info.get("length", count * dtype.itemsize))
+            raise fail(f"external data path {quoted(loc)} escapes the model's folder; refused")
+        offset = self._external_int(info, "offset", 0, what)
+        length = self._external_int(info, "length", nbytes, what)
+        if length != nbytes:
+            raise fail(f"external data length {length} does not match the {nbytes} bytes of "
+                       f"its {list(t.dims)} {dtype.value} data")
         try:
+            st = os.stat(path)
+            if not stat.S_ISREG(st.st_mode):
+                raise fail(f"external data {quoted(loc)} is not a regular file")
+            size = max(st.st_size - offset, 0)
+            if size < nbytes:
+                raise fail(f"external data {quoted(loc)} holds {size} bytes from offset "
+                           f"{offset}, {nbytes} expected")
             with open(path, "rb") as f:
                 f.seek(offset)
-                raw = f.read(length)
+                raw = f.read(nbytes)
         except OSError as e:
-            raise PirError(f"tensor '{t.name}': cannot read external data '{loc}': {e.strerror}",
-                           file=self.filename) from None
-        if len(raw) != count * dtype.itemsize:
-            raise PirError(f"tensor '{t.name}': external data '{loc}' holds {len(raw)} bytes, "
-                           f"{count * dtype.itemsize} expected", file=self.filename)
+            raise fail(f"cannot read external data {quoted(loc)}: {e.strerror}") from None
+        if len(raw) != nbytes:
+            raise fail(f"external data {quoted(loc)} holds {len(raw)} bytes, {nbytes} expected")
+        shape = tuple(int(d) for d in t.dims)
         return np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<")).reshape(shape)
+
+    def _external_int(self, info: dict[str, str], key: str, default: int, what: str) -> int:
+        """An offset or length of external data: a non-negative decimal integer."""
+        text = info.get(key)
+        if text is None:
+            return default
+        if not (text.isascii() and text.isdigit()):
+            raise PirError(f"{what}: external data {key} {text!r} is not a non-negative integer",
+                           file=self.filename)
+        return int(text)
 
     def constant(self, builder: Builder, arr: np.ndarray, name: str, loc: str | None) -> Value:
         return builder.insert(make_constant(self.module, arr, name, loc)).results[0]
@@ -302,10 +375,13 @@ class ModelImporter:
         inits = {t.name for t in graph.initializer}
         real_inputs = [i for i in graph.input if i.name not in inits]
         for i in real_inputs:
-            t = type_from_onnx(i.type)
+            try:
+                t = type_from_onnx(i.type, f"graph input {quoted(i.name)}")
+            except PirError as e:
+                raise PirError(e.message, file=self.filename) from None
             if t is None:
-                raise PirError(f"graph input '{i.name}' is not a tensor with a known element type",
-                               file=self.filename)
+                raise PirError(f"graph input {quoted(i.name)} is not a tensor with a known "
+                               "element type", file=self.filename)
             arg_types.append(t)
         fn = FuncOp.create("main", arg_types, [], [i.name for i in real_inputs])
         self.module.body.block.append(fn)
@@ -371,9 +447,9 @@ class GraphImporter:
             if v is not None:
                 return v
             g = g.parent
-        where = f"node '{ctx.loc}' ({ctx.op_type})" if ctx else "the graph"
-        raise PirError(f"{where} uses '{name}', which no node, input or initializer defines",
-                       file=self.importer.filename)
+        where = f"node {quoted(ctx.loc)} ({shown(ctx.op_type)})" if ctx else "the graph"
+        raise PirError(f"{where} uses {quoted(name)}, which no node, input or initializer "
+                       "defines", file=self.importer.filename)
 
     def convert_graph(self, graph: onnx.GraphProto) -> list[Value]:
         for t in graph.initializer:
@@ -381,7 +457,7 @@ class GraphImporter:
                 arr = self.importer.tensor_to_array(t)
                 self.values[t.name] = self.importer.constant(self.builder, arr, t.name, t.name)
         for t in graph.sparse_initializer:
-            raise PirError(f"sparse initializer '{t.values.name}' is not supported",
+            raise PirError(f"sparse initializer {quoted(t.values.name)} is not supported",
                            file=self.importer.filename)
         for i, node in enumerate(graph.node):
             self.convert_node(node, i)
@@ -410,7 +486,7 @@ class GraphImporter:
                 self.values[name] = v
         for k, name in enumerate(node.output):
             if name and (k >= len(results) or results[k] is None):
-                raise ctx.error(f"output {k} ('{name}') is not produced by the converter")
+                raise ctx.error(f"output {k} ({quoted(name)}) is not produced by the converter")
         self._fold(start)
 
     def _fold(self, start: int) -> None:

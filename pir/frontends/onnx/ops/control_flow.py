@@ -39,7 +39,7 @@ def _scan_attrs(ctx) -> dict:
 
 @converter("Scan")
 def scan(ctx):
-    m = ctx.attr("num_scan_inputs")
+    m = ctx.required_attr("num_scan_inputs")
     if ctx.opset >= 9:
         inputs = ctx.inputs()
         n = len(inputs) - m

@@ -30,7 +30,7 @@ def resize(ctx):
 def upsample(ctx):
     # Upsample (opsets 7-9) is Resize-10; its scales were an attribute before opset 9.
     if ctx.opset < 9:
-        values = np.array(ctx.attr("scales"), dtype=np.float32)
+        values = np.array(ctx.required_attr("scales"), dtype=np.float32)
         return [_resize_v10(ctx, ctx.constant(values), values)]
     return [_resize_v10(ctx, ctx.input(1), ctx.const_input(1))]
 
@@ -48,6 +48,11 @@ def _resize_v10(ctx, scales, values):
     newest Resize has one nearest_mode for all axes, so mixed scales take two Resizes;
     scales known only at run time are taken to grow (Upsample requires scales >= 1)."""
     x, mode = ctx.input(0), ctx.attr("mode", "nearest")
+    if values is not None:
+        values = np.asarray(values)
+        if values.ndim != 1 or values.dtype.kind not in "fiu":
+            raise ctx.error(f"scales must be a 1-d tensor of numbers, got shape "
+                            f"{list(values.shape)} of {values.dtype}")
     mode = "linear" if mode == "bilinear" else mode  # Upsample-1's spelling
     common = dict(mode=mode, coordinate_transformation_mode="asymmetric")
     if mode != "nearest":

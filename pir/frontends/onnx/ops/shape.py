@@ -14,6 +14,7 @@ from pir.frontends.onnx.ops.tensor import explicit
 from pir.frontends.onnx.registry import converter
 from pir.ir.dialects.nn import shape as nn
 from pir.ir.dialects.nn.symbolic import shape_slice
+from pir.limits import checked_numel
 
 
 @converter("Shape")
@@ -32,7 +33,9 @@ def shape(ctx):
 def size(ctx):
     x = ctx.input(0)
     if x.type.is_static:
-        return [ctx.constant(np.array(x.type.numel, np.int64))]
+        # Size is an int64: a type rule may have made a shape of more elements than that.
+        n = checked_numel(x.type.shape, f"the input {x.type}")
+        return [ctx.constant(np.array(n, np.int64))]
     return [ctx.value(nn.Size, x)]
 
 

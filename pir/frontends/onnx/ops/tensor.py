@@ -102,7 +102,10 @@ def pad(ctx):
         return [ctx.value(nn.Pad, ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3), **mode)]
     # Opset 2 to 10: pads and the fill value are attributes.
     x = ctx.input(0)
-    pads = ctx.constant(np.array(ctx.attr("pads", ctx.attr("paddings")), np.int64))
+    listed = ctx.attr("pads", ctx.attr("paddings"))  # Pad-1 called them paddings
+    if listed is None:
+        raise ctx.error("missing required attribute 'pads'")
+    pads = ctx.constant(np.array(listed, np.int64))
     value = ctx.constant(np.array(ctx.attr("value", 0.0), x.type.dtype.numpy))
     return [ctx.value(nn.Pad, x, pads, value, None, **mode)]
 

@@ -16,7 +16,7 @@ from typing import Sequence
 
 from pir.errors import PirError
 from pir.ir.core import Operation, Value
-from pir.ir.typerules import const_value, normalize_axis, tensor
+from pir.ir.typerules import MAX_RANK, const_value, normalize_axis, tensor
 from pir.ir.types import Dim, DType
 
 __all__ = ["I64", "INDEX", "const_ints", "static_length", "dim_product", "infer_dim",
@@ -114,7 +114,9 @@ def shape_value(v: Value | None, depth: int = 0) -> tuple[Dim, ...] | None:
     out = rule(op, depth + 1) if rule is not None else None
     if out is None:
         n = static_length(v)
-        return None if n is None else (None,) * n
+        # A value longer than any rank is no shape: its elements are not tracked (the length
+        # comes from the file and may be 2**40).
+        return None if n is None or n > MAX_RANK else (None,) * n
     return out
 
 
@@ -229,6 +231,9 @@ def shape_operand(v: Value, what: str, allow_negative: bool = False) -> tuple[Di
     t = tensor(v)
     if t.shape is not None and len(t.shape) != 1:
         raise PirError(f"{what} must be a 1-d tensor, got {t}")
+    n = static_length(v)
+    if n is not None and n > MAX_RANK:
+        raise PirError(f"{what} has {n} elements, but a tensor has at most {MAX_RANK} dims")
     dims = shape_value(v)
     if not allow_negative and dims is not None and \
             any(isinstance(d, int) and d < 0 for d in dims):
