@@ -84,6 +84,14 @@ def test_only_a_heavy_streamed_row_kernel_asks_to_keep_its_loops(streaming, kind
     assert library.wants_loops(k.mod.script()) == keeps
 
 
+def _has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
 def _softmax_program(rows: int):
     module = import_model(row_model("softmax", rows))
     PassManager(parse_pipeline("decompose,canonicalize,fold,cse,dce,shapes,fuse")).run(module)
@@ -103,7 +111,12 @@ def test_a_kernel_that_keeps_its_loops_is_built_rolled_and_computes_the_same(str
     # a row's 48 vectors by an instruction of its own (98 loads here), kept they loop (31)
     loads = {name: len(re.findall(r"= load <", lib.inspect_source("ll")))
              for name, lib in builds.items()}
-    assert loads["kept"] < loads["unrolled"] / 2
+    # (on a CPU without AVX-512 a row is 96 vectors of 8, which LLVM does not unroll in
+    # full anyway: there the kept build only must not load more)
+    if _has_avx512():
+        assert loads["kept"] < loads["unrolled"] / 2
+    else:
+        assert loads["kept"] <= loads["unrolled"]
     x = np.random.default_rng(2).standard_normal((80, D)).astype(np.float32)
     outs = {}
     for name, lib in builds.items():

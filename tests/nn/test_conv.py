@@ -144,7 +144,10 @@ def test_conv_integer_without_zero_points():
 @pytest.mark.parametrize("bias", [False, True])
 def test_q_linear_conv(per_channel, bias):
     x = RNG.integers(0, 255, (1, 3, 7, 7), dtype=np.uint8)
-    w = RNG.integers(-100, 100, (4, 3, 3, 3), dtype=np.int8)
+    # ONNX Runtime's u8 x s8 kernels on CPUs without AVX-512 VNNI add pairs of products in
+    # 16 bits with saturation (vpmaddubsw): 255 * 100 * 2 overflows, so its result is off by
+    # a few units there.  Weights under 64 keep every pair exact, and ORT a true reference.
+    w = RNG.integers(-63, 64, (4, 3, 3, 3), dtype=np.int8)
     inits = {
         "x_scale": np.array(0.02, np.float32), "x_zero_point": np.array(120, np.uint8),
         "w": w,

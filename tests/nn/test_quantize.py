@@ -130,6 +130,8 @@ def test_matmul_integer(a_dtype, b_dtype, a_shape, b_shape, zero_points):
     if a_dtype == np.int8 and b_dtype == np.uint8:
         pytest.skip("ONNX Runtime has no int8 x uint8 kernel")
     feeds = {"A": ints(*a_shape, dtype=a_dtype), "B": ints(*b_shape, dtype=b_dtype)}
+    if (a_dtype, b_dtype) == (np.uint8, np.int8):
+        feeds["B"] = feeds["B"] // 2  # ORT's u8 x s8 kernel may saturate (see test_conv.py)
     if zero_points == "scalar":
         feeds["a_zero_point"] = ints(dtype=a_dtype)
         feeds["b_zero_point"] = ints(dtype=b_dtype)
