@@ -151,6 +151,11 @@ def _cases():
         [vi("y", None)]), \
         "ONNX node 'cos' (ConstantOfShape): cannot infer the type of its outputs: the shape has " \
         "100 elements, but a tensor has at most 64 dims"
+    yield "result-of-more-than-int64-bytes", model(
+        [node("Expand", ["x", "s"], ["y"], name="ex")], [vi("x", [1], TensorProto.DOUBLE)],
+        [vi("y", None)], [numpy_helper.from_array(np.array([2**61, 2], np.int64), "s")]), \
+        "ONNX node 'ex' (Expand): result 0: shape [2305843009213693952, 2] takes " \
+        "36893488147419103232 bytes, more than int64 can count"
     yield "size-of-more-than-int64-elements", model(
         [node("Expand", ["x", "s"], ["e"], name="expand"), node("Size", ["e"], ["n"], name="size")],
         [vi("x", [2**31, 2**31], TensorProto.UINT8)], [vi("n", None)],

@@ -14,7 +14,7 @@ from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.typerules import const_value
 from pir.ir.types import TensorType, Type
 from pir.ir.verifier import types_compatible
-from pir.limits import checked_numel
+from pir.limits import INT64_MAX, checked_numel
 
 if TYPE_CHECKING:
     from pir.frontends.onnx.importer import GraphImporter
@@ -180,10 +180,14 @@ class NodeContext:
             shape = getattr(t, "shape", None)
             if shape is None:
                 continue
+            static = [d for d in shape if isinstance(d, int)]
             try:
-                checked_numel([d for d in shape if isinstance(d, int)], f"result {i}")
+                n = checked_numel(static, f"result {i}")
             except PirError as e:
                 raise self.error(e.message) from None
+            if n * t.dtype.itemsize > INT64_MAX:
+                raise self.error(f"result {i}: shape {static} takes {n * t.dtype.itemsize} "
+                                 "bytes, more than int64 can count")
 
     def _check_operands(self, cls: type[Operation], operands: tuple) -> None:
         """An empty input ("") among the values of a variadic operand is an error naming the
