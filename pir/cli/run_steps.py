@@ -13,7 +13,7 @@ from pir.cli.common import AtomicOutput
 
 def run_steps(module, fn, feeds, steps: int, runtime: str | None, output: str | None,
               every: int = 1, *, ranks: int | None = None, dist: str | None = None,
-              program: str | None = None) -> None:
+              program: str | None = None, kernels=None) -> None:
     """Train for ``steps`` steps: one ``step i/N: loss L  metric M ...`` line (the names
     are the step's output names) for the first step, every ``every`` steps and the last, on
     stdout (and the last one), a progress bar on stderr when it is a terminal; ``output``
@@ -22,7 +22,7 @@ def run_steps(module, fn, feeds, steps: int, runtime: str | None, output: str | 
     A sharded step (``pir shard``) runs on ranks, as ``pir run`` runs one (``ranks``,
     ``dist="mpi"``, or a per-rank program): each rank keeps its blocks of the parameters
     from step to step (``pir/runtimes/dist/train.py``); under MPI rank 0 alone prints and
-    writes."""
+    writes.  ``kernels``: a pir.runtimes.select.KernelPolicy."""
     if ranks or dist or "dist.per_rank" in module.attributes:
         from pir.runtimes.dist.cli import train_distributed
 
@@ -30,10 +30,10 @@ def run_steps(module, fn, feeds, steps: int, runtime: str | None, output: str | 
             return train_distributed(program, module, feeds, steps, ranks=ranks, backend=dist,
                                      func=fn.sym_name, on_step=on_step)
     else:
-        from pir.runtimes.select import make_interpreter
+        from pir.runtimes.select import KernelPolicy, make_interpreter
         from pir.runtimes.train_loop import train
 
-        interp = make_interpreter(module, runtime)
+        interp = make_interpreter(module, runtime, kernels=kernels or KernelPolicy())
 
         def train_all(on_step):
             return train(module, fn, feeds, steps, interp, on_step)

@@ -14,13 +14,15 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from pir.errors import PirError
 from pir.ir.attributes import DenseAttr, ResourceRef, SymbolRef
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
 from pir.ir.opdef import Terminator
 from pir.ir.resources import write_resources
-from pir.ir.types import DType, Type
+from pir.ir.types import DType, FunctionType, Type
+from pir.limits import MAX_NESTING
 
 
 __all__ = ["print_module", "write_module", "format_attr", "format_name"]
@@ -68,17 +70,38 @@ def _format_scalar(x: Any, dtype: DType) -> str:
     return str(int(x))
 
 
-def format_dense(d: DenseAttr) -> str:
+def format_dense(d: DenseAttr, depth: int = 0) -> str:
+    """``dense<...> : type``; ``depth`` is the nesting around it (see format_attr)."""
     arr = d.array
     dtype = DType.from_numpy(arr.dtype)
     flat = arr.reshape(-1)
+    levels = 1 if dtype in (DType.C64, DType.C128) else 0  # a complex element's "(re, im)"
+    if flat.size == 0:
+        # no elements, whatever the shape: walking the rows of a [2**32, 0] array would
+        # print 2**32 "[]"s (the parser takes "[]" for any shape with a zero dim)
+        _check_depth(depth + 1)
+        return f"dense<[]> : {d.type}"
     if flat.size > 1 and dtype is not DType.STRING and _all_equal(flat):
+        _check_depth(depth + levels)
         body = _format_scalar(flat[0], dtype)  # splat: one value fills the shape
     elif arr.ndim == 0:
+        _check_depth(depth + levels)
         body = _format_scalar(arr[()], dtype)
     else:
+        _check_depth(depth + levels + arr.ndim)
         body = _nested(arr, dtype)
     return f"dense<{body}> : {d.type}"
+
+
+_TOO_DEEP = (f"cannot print nesting deeper than {MAX_NESTING} levels (regions, arrays and "
+             "dense literals together): it could not be parsed back")
+
+
+def _check_depth(depth: int) -> None:
+    """Printing stops where parsing would: what nests deeper than the parser accepts could
+    not be read back (and the printer, too, recurses once per level)."""
+    if depth > MAX_NESTING:
+        raise PirError(_TOO_DEEP)
 
 
 def _all_equal(flat: np.ndarray) -> bool:
@@ -91,7 +114,9 @@ def _nested(arr: np.ndarray, dtype: DType) -> str:
     return "[" + ", ".join(_nested(a, dtype) for a in arr) + "]"
 
 
-def format_attr(v: Any) -> str:
+def format_attr(v: Any, depth: int = 0) -> str:
+    """An attribute value as text; ``depth`` is how many levels (regions, arrays) enclose
+    it, counted like the parser counts them (Parser.nest), so as to stop at its limit."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -101,13 +126,17 @@ def format_attr(v: Any) -> str:
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, tuple):
-        return "[" + ", ".join(format_attr(x) for x in v) + "]"
+        _check_depth(depth + 1)
+        return "[" + ", ".join(format_attr(x, depth + 1) for x in v) + "]"
     if isinstance(v, DType):
         return v.value
     if isinstance(v, Type):
         return str(v)
     if isinstance(v, DenseAttr):
-        return format_dense(v)
+        return format_dense(v, depth)
+    if isinstance(v, FunctionType):
+        _check_depth(depth + 1)
+        return str(v)
     if isinstance(v, ResourceRef):
         return f"resource<{json.dumps(v.key, ensure_ascii=False)}>"
     if isinstance(v, SymbolRef):
@@ -154,6 +183,7 @@ class Printer:
         self.out = out
         self.type_text: dict[Type, str] = {}
         self.namer = _Namer()
+        self.nesting = 0  # regions open now, counted like the parser counts them
 
     def t(self, ty: Type) -> str:
         s = self.type_text.get(ty)
@@ -204,8 +234,13 @@ class Printer:
         w(f"{_INDENT}}}\n")
 
     def attr_dict(self, attrs: dict[str, Any]) -> str:
-        items = ", ".join(f"{format_name(k)} = {format_attr(v)}" for k, v in attrs.items())
-        return "{" + items + "}"
+        items = []
+        for k, v in attrs.items():
+            try:
+                items.append(f"{format_name(k)} = {format_attr(v, self.nesting)}")
+            except PirError as e:
+                raise PirError(f"attribute '{k}': {e.message}") from None
+        return "{" + ", ".join(items) + "}"
 
     def op(self, op: Operation, depth: int) -> None:
         w = self.out.write
@@ -249,6 +284,9 @@ class Printer:
         w("\n")
 
     def region(self, region: Region, depth: int) -> None:
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            raise PirError(f"{region.parent.describe()}: {_TOO_DEEP}")
         w = self.out.write
         w("{\n")
         labels = len(region.blocks) > 1 or any(b.args for b in region.blocks)
@@ -258,6 +296,7 @@ class Printer:
             for op in block.ops:
                 self.op(op, depth + 1)
         w(_INDENT * depth + "}")
+        self.nesting -= 1
 
     def block_label(self, block: Block, index: int, depth: int) -> None:
         args = ", ".join(f"{self.namer.name(a)}: {self.t(a.type)}" for a in block.args)
@@ -280,5 +319,33 @@ def write_module(m: ModuleOp, out: BinaryIO) -> None:
     """Write the module, resources included, to a binary stream (the fast path for files)."""
     buf = io.StringIO()
     Printer(buf).module(m)
-    out.write(buf.getvalue().encode("utf-8"))
-    write_resources(m.resources, out)
+    try:
+        out.write(buf.getvalue().encode("utf-8"))
+        write_resources(m.resources, out)
+    except UnicodeEncodeError as e:  # a lone surrogate, which no UTF-8 file can hold
+        raise PirError(f"cannot write the module as UTF-8 text: {e.object[e.start]!r} is a "
+                       "lone surrogate (from a name, location or string that is not "
+                       "unicode text)") from None
+
+
+class _NameRecorder(Printer):
+    """A printer that keeps the name it gave each value."""
+
+    def __init__(self) -> None:
+        super().__init__(io.StringIO())
+        self.printed: dict[Value, str] = {}
+
+    def func(self, fn: FuncOp) -> None:
+        super().func(fn)
+        self.printed.update(self.namer.names)
+
+
+def settle_names(m: ModuleOp) -> None:
+    """Give every value of ``m`` the name it prints with (a region's ``%x`` beside its
+    function's ``%x`` prints as ``%x_1``), so that what is made from value names, such as a
+    kernel's source, is the same for the module in memory and for the module parsed back
+    from its text."""
+    recorder = _NameRecorder()
+    recorder.module(m)
+    for v, text in recorder.printed.items():
+        v.name = json.loads(text[1:]) if text.startswith('%"') else text[1:]

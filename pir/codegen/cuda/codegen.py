@@ -21,9 +21,10 @@ from pir.ir.core import Operation
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.fusion import GroupOp, YieldOp
 from pir.ir.dialects.kernel import CublasOp, CudaKernelOp, TvmKernelOp
+from pir.ir.printer import settle_names
 from pir.ir.types import DType, TensorType
 
-__all__ = ["CudaReport", "codegen_cuda", "matmul_form", "KERNELS", "ARCHS"]
+__all__ = ["CudaReport", "codegen_cuda", "matmul_form", "regenerate", "KERNELS", "ARCHS"]
 
 KERNELS = ("native", "tvm")
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100")
@@ -111,6 +112,9 @@ def codegen_cuda(module: ModuleOp, arch: str = "sm_90", kernels: str = "native")
                        "generate CUDA from the fused program instead")
     report = CudaReport(generator=kernels)
     report.cublas = form_cublas_calls(module)
+    # the sources are made from value names: those the file will show, so that `pir run`
+    # makes the same sources again from the parsed file (pir.codegen.provenance)
+    settle_names(module)
     used = {op.symbol for op in module.walk() if isinstance(op, CudaKernelOp)}
     made: dict[str, object] = {}
     failed: dict[str, str] = {}
@@ -162,7 +166,7 @@ def _cuda_symbol(name: str) -> str:
     return name + "_k" if name in _CUDA_RESERVED else name
 
 
-def _bound(group: GroupOp) -> set[str]:
+def _bound(group: GroupOp | CudaKernelOp) -> set[str]:
     """The symbolic dims the function holding ``group`` binds from its arguments."""
     from pir.codegen.tvm.dims import symbols_of
 
@@ -174,7 +178,14 @@ def _bound(group: GroupOp) -> set[str]:
     return set().union(*(symbols_of(a.type) for a in op.entry.args)) if op.entry.args else set()
 
 
-def _generate(group: GroupOp, symbol: str, arch: str, kernels: str, bound: set[str]):
+def regenerate(op: CudaKernelOp):
+    """The kernel this pir generates for a kernel.cuda op's region, symbol, arch and
+    generator: what ``pir run`` requires the stored one to be (pir.codegen.provenance)."""
+    return _generate(op, op.symbol, op.arch, op.generator, _bound(op))
+
+
+def _generate(group: GroupOp | CudaKernelOp, symbol: str, arch: str, kernels: str,
+              bound: set[str]):
     if kernels == "native":
         from pir.codegen.cuda.schedule import emit_kernel
 

@@ -24,8 +24,10 @@ from pir.ir.core import Block
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.fusion import GroupOp
 from pir.ir.dialects.kernel import TvmKernelOp
+from pir.ir.printer import settle_names
 
-__all__ = ["CodegenReport", "codegen_module", "mangle", "group_key", "has_groups", "TARGETS"]
+__all__ = ["CodegenReport", "codegen_module", "kernel_source", "mangle", "group_key",
+           "has_groups", "TARGETS"]
 
 TARGETS = ("llvm",)
 
@@ -105,15 +107,22 @@ class CodegenReport:
         return out
 
 
+def kernel_source(block: Block, symbol: str, kind: str | None) -> str:
+    """The source this pir generates for a kernel op's region: what ``pir run`` requires a
+    stored source to be (pir.codegen.provenance).  The run itself tells whether it can size
+    the kernel's dims, so they are not checked here."""
+    return _lower(block, symbol, kind, bound=None)
+
+
 def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None = None,
-           bound: frozenset[str] = frozenset()) -> str:
+           bound: frozenset[str] | None = frozenset()) -> str:
     """The kernel source of ``block``; ``bound``: the symbolic dims the run knows (its
-    function's input dims), which the kernel may take as parameters."""
+    function's input dims), which the kernel may take as parameters (None: not checked)."""
     from pir.codegen.tvm.source_cache import cached_source
 
     free: list[str] = []
     derived_dims(block, free)
-    unknown = [d for d in free if d not in bound]
+    unknown = [d for d in free if bound is not None and d not in bound]
     if unknown:
         raise PirError(f"dim '{unknown[0]}' is neither a dim of the group's inputs nor of "
                        "its function's, so the kernel cannot size it")
@@ -214,6 +223,9 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
     for func in module.funcs:
         report.matmuls += (form_matmul_groups(func.entry) + form_conv_groups(func.entry)
                            + form_depthwise_groups(func.entry))
+    # the sources are made from value names: those the file will show, so that `pir run`
+    # makes the same sources again from the parsed file (pir.codegen.provenance)
+    settle_names(module)
     used: set[str] = {op.symbol for op in module.walk() if isinstance(op, TvmKernelOp)}
     made: dict[str, tuple[str, str]] = {}  # group key -> (symbol, source)
     failed: dict[tuple, str] = {}  # (group key, dims it may take) -> reason

@@ -5,7 +5,7 @@ milliseconds a group (TVM's ``compute_inline`` dominates), and a program is code
 every time its pipeline reruns.  The source only depends on what the group computes
 (:func:`pir.codegen.tvm.codegen.group_key`), the kernel's symbol and the code generator
 itself, so it is kept under the cache root of the compiled modules
-(``$PIR_CACHE_DIR`` or ``~/.cache/pir``, see :func:`pir.runtimes.tvm.executor.cache_dir`):
+(``$PIR_CACHE_DIR`` or ``~/.cache/pir``, private to the user: see :mod:`pir.cache`):
 ``tir/<sha256 of version, symbol and group key>.py``.
 
 The version covers every source file of this package (the lowering rules and the schedule)
@@ -27,6 +27,8 @@ import pathlib
 import tempfile
 from typing import Callable
 
+from pir.cache import private_dir
+
 __all__ = ["cached_source", "made_func", "source_dir", "entry_path", "version", "stats"]
 
 #: Bump to drop every entry written in an older layout.
@@ -39,10 +41,9 @@ _HEADER = "# pir-tir sha256="
 
 
 def source_dir() -> pathlib.Path:
-    """``<cache root>/tir``: next to ``<cache root>/tvm`` of the compiled modules."""
-    root = os.environ.get("PIR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                            "pir")
-    return pathlib.Path(root) / "tir"
+    """``<cache root>/tir``: next to ``<cache root>/tvm`` of the compiled modules, private to
+    the user (pir.cache: a source read from here is built and run unchecked)."""
+    return private_dir("tir")
 
 
 @functools.lru_cache(maxsize=1)

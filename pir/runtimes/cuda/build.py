@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 
+from pir.cache import private_dir, read_verified, write_verified
 from pir.errors import PirError
 
 __all__ = ["cache_dir", "compile_cubin", "include_dirs", "stats"]
@@ -29,9 +30,8 @@ OPTIONS = ("-std=c++17",)  # no fast math: results must match the reference runt
 
 
 def cache_dir() -> pathlib.Path:
-    root = os.environ.get("PIR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                            "pir")
-    return pathlib.Path(root) / "cuda"
+    """``<cache root>/cuda``, private to the user (pir.cache)."""
+    return private_dir("cuda")
 
 
 def include_dirs(cp=None) -> list[str]:
@@ -67,7 +67,7 @@ def compile_cubin(cp, source: str, name: str, arch: str) -> bytes:
     opts = OPTIONS + tuple(f"-I{d}" for d in incs)
     key = hashlib.sha256("\0".join((arch, _nvrtc_version(cp), *OPTIONS, source)).encode())
     path = cache_dir() / f"{key.hexdigest()}.cubin"
-    if path.exists():
+    if read_verified(path):  # a cubin cut short or altered is compiled again
         stats["cache_hits"] += 1
         return path.read_bytes()
     try:
@@ -81,6 +81,7 @@ def compile_cubin(cp, source: str, name: str, arch: str) -> bytes:
         with os.fdopen(fd, "wb") as f:
             f.write(binary)
         os.replace(tmp, path)
+        write_verified(path)
     except OSError:
         pass  # a read-only cache only costs the compile next time
     return binary

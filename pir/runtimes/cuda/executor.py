@@ -54,7 +54,10 @@ class CudaInterpreter(Interpreter):
     """The reference interpreter with kernel.cuda and kernel.cublas ops run on the GPU."""
 
     def __init__(self, module: ModuleOp, keep_values: bool = False,
-                 profile: dict | None = None):
+                 profile: dict | None = None, trust_kernels: bool = False):
+        from pir.codegen.provenance import check_kernels
+
+        check_kernels(module, trust=trust_kernels)  # before anything is compiled or loaded
         self.cp = require_gpu()
         super().__init__(module, keep_values, profile)
         # a profile times each op on the host clock: wait for the GPU after each one (the

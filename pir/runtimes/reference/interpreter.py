@@ -18,6 +18,7 @@ from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.func import CallOp, FuncOp
 from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType
+from pir.limits import check_tensor_bytes
 from pir.runtimes.reference.registry import EVAL, REGION_EVAL, SYMBOLS, load_all
 
 __all__ = ["Interpreter", "DimConflict", "run_function", "fold_op", "evaluate_op"]
@@ -199,6 +200,16 @@ class Interpreter:
         entry[0] += 1
         entry[1] += dt
 
+    def _check_sizes(self, op: Operation) -> None:
+        """Results that could never be allocated are an error before the rule runs (a few
+        bytes of a file can ask for an Expand to 2**40 elements: pir.limits)."""
+        for r in op.results:
+            t = r.type
+            if isinstance(t, TensorType) and t.shape is not None:
+                dims = [d if isinstance(d, int) else self.symbols.get(d) for d in t.shape]
+                if all(isinstance(d, int) for d in dims):
+                    check_tensor_bytes(dims, t.dtype.itemsize, f"{_where(op)}: result %{r.name}")
+
     def exec(self, op: Operation) -> None:
         values = self.values
         if isinstance(op, ConstantOp):
@@ -211,8 +222,12 @@ class Interpreter:
                 raise PirError(f"{_where(op)}: unknown function @{op.callee.name}")
             out = self.call(callee, arrays)
         else:
+            self._check_sizes(op)
             try:
                 out = evaluate_op(op, arrays, self)
+            except MemoryError:
+                raise PirError(f"{_where(op)}: out of memory while computing its results "
+                               "(see pir --max-tensor-bytes)") from None
             except PirError as e:
                 if e.message.startswith(op.describe()):
                     raise

@@ -5,13 +5,17 @@ The kernels' TIR sources (``kernel.tvm`` ``source`` attributes) are parsed back
 per CPU in parallel (``library.py``).  The library goes to a content-addressed cache,
 ``$PIR_CACHE_DIR`` or ``~/.cache/pir``: ``tvm/<sha256 of the target and every symbol and
 source>.so``; a later run of a program with the same kernels loads it
-(``tvm.runtime.load_module``) instead of compiling.
+(``tvm.runtime.load_module``) instead of compiling, once its content hash checks out.
+
+Nothing is built from a source the file brings: each source must be the one this pir
+generates from the kernel's region (pir.codegen.provenance), unless the user trusts the
+file's kernels (``--trust-kernels``).  ``check_bounds`` builds every kernel with an assertion
+before each memory access instead (``--check-bounds``, pir.codegen.tvm.bounds).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import pathlib
 from dataclasses import dataclass
 
@@ -19,6 +23,8 @@ import numpy as np
 
 import tvm
 
+from pir.cache import private_dir, read_verified, write_verified
+from pir.codegen.provenance import check_kernels
 from pir.codegen.tvm.build import host_target
 from pir.codegen.tvm.dims import derived_dims, solve
 from pir.errors import PirError
@@ -30,7 +36,7 @@ from pir.runtimes.reference.interpreter import DimConflict, Interpreter
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
 from pir.runtimes.tvm.plan import Plan
-from pir.runtimes.tvm.signature import check_signature
+from pir.runtimes.tvm.signature import check_signature, kernel_failure
 
 __all__ = ["CompiledProgram", "TvmInterpreter", "cache_dir", "compile_program", "stats"]
 
@@ -42,10 +48,9 @@ _LOADED: dict[str, "CompiledProgram"] = {}
 
 
 def cache_dir() -> pathlib.Path:
-    """Where compiled programs are kept: ``$PIR_CACHE_DIR``, else ``~/.cache/pir``."""
-    root = os.environ.get("PIR_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache",
-                                                            "pir")
-    return pathlib.Path(root) / "tvm"
+    """Where compiled programs are kept: ``<cache root>/tvm``, private to the user
+    (pir.cache)."""
+    return private_dir("tvm")
 
 
 @dataclass
@@ -115,7 +120,10 @@ class CompiledProgram:
             dims = [sizes[d] for d in k.free]
         except KeyError as e:
             raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
-        k.fn(*ins, *k.params, *dims, *outs)
+        try:
+            k.fn(*ins, *k.params, *dims, *outs)
+        except Exception as e:  # noqa: BLE001 - a failed assertion (--check-bounds)
+            raise kernel_failure(op, e) from None
         # the kernel wrote straight into the numpy arrays when they could be shared
         return [a if a is not None else o.numpy() for o, a in zip(outs, results)]
 
@@ -146,29 +154,36 @@ def kernel_sources(module: ModuleOp) -> dict[str, str]:
     return sources
 
 
-def compile_program(module: ModuleOp, target=None, use_cache: bool = True) -> CompiledProgram:
-    """Build (or load from the cache) one TVM module holding every kernel of ``module``."""
+def compile_program(module: ModuleOp, target=None, use_cache: bool = True,
+                    trust_kernels: bool = False, check_bounds: bool = False) -> CompiledProgram:
+    """Build (or load from the cache) one TVM module holding every kernel of ``module``.
+    Each kernel's source must be the one pir generates from its region unless
+    ``trust_kernels``; ``check_bounds`` builds them with bounds assertions."""
     target = target or host_target()
     sources = kernel_sources(module)
+    check_kernels(module, trust=trust_kernels)
     h = hashlib.sha256(str(target).encode())
+    if check_bounds:
+        h.update(b"\0check-bounds")
     for sym in sorted(sources):
         h.update(b"\0" + sym.encode() + b"\0" + sources[sym].encode())
     key = h.hexdigest()
     if key in _LOADED:
         return _LOADED[key]
-    path = cache_dir() / f"{key}.so"
-    if use_cache and path.exists():
+    path = cache_dir() / f"{key}.so" if use_cache else None
+    if path is not None and read_verified(path):
         lib = tvm.runtime.load_module(str(path))
         stats["cache_hits"] += 1
         prog = CompiledProgram(lib, key, path, True)
     else:
         stats["compiled"] += 1
-        if use_cache and sources:
-            build_library(sources, target, path)
+        if path is not None and sources:
+            build_library(sources, target, path, check_bounds)
+            write_verified(path)
             lib = tvm.runtime.load_module(str(path))
         else:
-            lib = build_sources(sources, target)
-        prog = CompiledProgram(lib, key, path if use_cache else None, False)
+            lib = build_sources(sources, target, check_bounds)
+        prog = CompiledProgram(lib, key, path, False)
     _LOADED[key] = prog
     return prog
 
@@ -177,9 +192,11 @@ class TvmInterpreter(Interpreter):
     """The reference interpreter, with kernel.tvm ops run by their compiled code."""
 
     def __init__(self, module: ModuleOp | None, keep_values: bool = False, target=None,
-                 use_cache: bool = True, profile: dict | None = None, planned: bool = True):
+                 use_cache: bool = True, profile: dict | None = None, planned: bool = True,
+                 trust_kernels: bool = False, check_bounds: bool = False):
         super().__init__(module, keep_values, profile)
-        self.program = compile_program(module, target, use_cache) if module is not None else None
+        self.program = compile_program(module, target, use_cache, trust_kernels,
+                                       check_bounds) if module is not None else None
         self.planned = planned
         self._plans: dict = {}
 

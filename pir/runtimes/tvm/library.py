@@ -76,12 +76,14 @@ def _groups(sources: dict[str, str]) -> dict[Flags, dict[str, str]]:
     return dict(sorted(groups.items()))
 
 
-def build_sources(sources: dict[str, str], target) -> tvm.runtime.Module | None:
+def build_sources(sources: dict[str, str], target,
+                  check_bounds: bool = False) -> tvm.runtime.Module | None:
     """One in-memory TVM module with every kernel of ``sources`` (symbol -> TIR source);
     None when there are none.  Kernels built another way (loops kept, non-temporal stores)
     are in modules of their own, which the first imports (look functions up with
-    ``query_imports``)."""
-    modules = [_build(group, target, flags) for flags, group in _groups(sources).items()]
+    ``query_imports``).  ``check_bounds``: with bounds assertions (pir.codegen.tvm.bounds)."""
+    modules = [_build(group, target, flags, check_bounds)
+               for flags, group in _groups(sources).items()]
     if not modules:
         return None  # no kernels: nothing to build, every op runs on the reference rules
     for other in modules[1:]:
@@ -89,7 +91,8 @@ def build_sources(sources: dict[str, str], target) -> tvm.runtime.Module | None:
     return modules[0]
 
 
-def _build(sources: dict[str, str], target, flags: Flags = _PLAIN) -> tvm.runtime.Module:
+def _build(sources: dict[str, str], target, flags: Flags = _PLAIN,
+           check_bounds: bool = False) -> tvm.runtime.Module:
     from pir.codegen.tvm.source_cache import made_func
 
     merged = tvm.IRModule({})
@@ -98,16 +101,18 @@ def _build(sources: dict[str, str], target, flags: Flags = _PLAIN) -> tvm.runtim
         if made is not None:
             merged[sym] = made
             continue
+        # (a source that pir did not generate reaches this point only with --trust-kernels:
+        # pir.codegen.provenance)
         try:
             mod = tvm.script.from_source(src)
         except Exception as e:  # noqa: BLE001 - TVM's parser raises many kinds
             raise PirError(f"kernel {sym}: cannot parse its TIR source: "
-                           f"{str(e).strip().splitlines()[-1] if str(e).strip() else e}") from None
+                           f"{_parse_error(e)}") from None
         funcs = list(mod.functions.items())
         if len(funcs) != 1 or funcs[0][0].name_hint != sym:
             raise PirError(f"kernel {sym}: the source must hold one function named {sym}")
         merged[sym] = funcs[0][1]
-    return build_module(merged, target, flags)
+    return build_module(merged, target, flags, check_bounds)
 
 
 def flags_of(mod: tvm.IRModule) -> Flags:
@@ -119,10 +124,18 @@ def flags_of(mod: tvm.IRModule) -> Flags:
             any(bool(f.attrs.get(NONTEMPORAL, False)) for f in funcs))
 
 
-def build_module(mod: tvm.IRModule, target, flags: Flags = _PLAIN) -> tvm.runtime.Module:
+def build_module(mod: tvm.IRModule, target, flags: Flags = _PLAIN,
+                 check_bounds: bool = False) -> tvm.runtime.Module:
     """Build the scheduled TIR ``mod`` for ``target`` the way ``flags`` asks.  One that keeps
-    its loops must not overlap another build (see _NO_UNROLL_OPTIONS)."""
+    its loops must not overlap another build (see _NO_UNROLL_OPTIONS).  ``check_bounds``:
+    a debug build that asserts every access in bounds (pir.codegen.tvm.bounds)."""
     keep_loops, nontemporal = flags
+    if check_bounds:
+        from pir.codegen.tvm.bounds import with_bound_checks
+
+        with tvm.transform.PassContext():
+            lib = tvm.tirx.build(with_bound_checks(mod), target=target)
+        return lib
     # Without TVM's per-call argument checks: the runtime makes every argument from the
     # op's types, and pir.runtimes.tvm.signature checks each op against its kernel's
     # signature once (the checks were a quarter of the build time)
@@ -131,7 +144,8 @@ def build_module(mod: tvm.IRModule, target, flags: Flags = _PLAIN) -> tvm.runtim
     return with_nontemporal_stores(lib) if nontemporal else lib
 
 
-def build_library(sources: dict[str, str], target, path: pathlib.Path) -> None:
+def build_library(sources: dict[str, str], target, path: pathlib.Path,
+                  check_bounds: bool = False) -> None:
     """Build every kernel of ``sources`` into the shared library ``path``, written under a
     temporary name and renamed into place, so that a concurrent run never loads half a
     file."""
@@ -148,7 +162,7 @@ def build_library(sources: dict[str, str], target, path: pathlib.Path) -> None:
         objects = [os.path.join(work, f"part{i}.o") for i in range(len(parts))]
 
         def build_part(i: int) -> None:
-            _build(parts[i][0], target, parts[i][1]).write_to_file(objects[i])
+            _build(parts[i][0], target, parts[i][1], check_bounds).write_to_file(objects[i])
 
         if side_by_side > 1:
             with ThreadPoolExecutor(side_by_side) as pool:
@@ -165,6 +179,18 @@ def build_library(sources: dict[str, str], target, path: pathlib.Path) -> None:
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+
+
+def _parse_error(e: Exception) -> str:
+    """TVM's parser error as one line: its message and where in the source, not the row of
+    carets it ends with."""
+    lines = [line.strip() for line in str(e).strip().splitlines()]
+    lines = [line for line in lines if line and set(line) - set("^~ ")]
+    where = next((line for line in lines if line.startswith("-->")), "")
+    message = next((line for line in lines if line.startswith("error:")), lines[-1] if lines
+                   else type(e).__name__)
+    return f"{message.removeprefix('error:').strip()}" + (f" (at {where[3:].strip()})"
+                                                          if where else "")
 
 
 def _partition(sources: dict[str, str], n: int) -> list[dict[str, str]]:

@@ -21,7 +21,7 @@ from pir.errors import PirError
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
 
-__all__ = ["check_signature"]
+__all__ = ["check_signature", "kernel_failure"]
 
 _DEF = re.compile(r"^\s*def (\w+)\((.*?)\)(?:\s*->\s*[^:]+)?:\s*$", re.M | re.S)
 _BUFFER = re.compile(r'T\.Buffer\(\((.*)\), "(\w+)"\)', re.S)
@@ -95,3 +95,10 @@ def _top_level(text: str) -> list[str]:
 
 def _fail(op: TvmKernelOp, why: str):
     raise PirError(f"{op.describe()}: kernel {op.symbol} does not fit its op: {why}")
+
+
+def kernel_failure(op: TvmKernelOp, e: Exception) -> PirError:
+    """A kernel that raised (its bounds assertions, --check-bounds) as a user's error."""
+    text = str(e).strip().splitlines()
+    message = next((line for line in text if "out of bounds" in line), text[-1] if text else "")
+    return PirError(f"kernel '{op.symbol}' (%{op.results[0].name}) failed: {message.strip()}")
