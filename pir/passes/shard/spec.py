@@ -131,5 +131,5 @@ def match_spec(fn: FuncOp, spec: Mapping[str, list[str]] | Iterable[tuple[str, l
                 errors.append(e.message)
                 break
     if errors:
-        raise PirError("bad sharding spec:\n  " + "\n  ".join(errors))
+        raise PirError("bad sharding spec: " + "; ".join(errors))  # one line, as every error
     return out

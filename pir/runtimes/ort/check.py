@@ -1,5 +1,30 @@
 """`pir run --check`: compare a program's outputs with ONNX Runtime on the same inputs, and
-when they differ, find the first intermediate value that diverges."""
+when they differ, find the first intermediate value that diverges.
+
+The comparison (:func:`close`), for each output (and each intermediate value the search for
+the first divergence compares), elementwise::
+
+    |ours - ort| <= max(atol, atol_scale * max|ort|) + rtol * |ort|
+
+with ``max|ort|`` the largest finite magnitude of ONNX Runtime's value, NaN equal to NaN, an
+infinity equal only to itself, shapes equal, and values of other element types (integers,
+booleans, strings) equal exactly.  The defaults are float32's: ``rtol`` 1e-3, the relative
+tolerance of ONNX's backend tests (``onnx.backend.test``: rtol 1e-3, atol 1e-7 for the node
+and model cases) and of onnxruntime's model tests (``relative_per_sample_tolerance`` 1e-3);
+``atol`` 1e-7, ONNX's absolute one, as a floor; and ``atol_scale`` 1e-4, the absolute
+tolerance made relative to the value's scale (onnxruntime's model tests allow an absolute
+1e-3, ``per_sample_tolerance``, on outputs of about unit scale): float32's unit roundoff is
+2^-24 = 6e-8, and a sum of n terms is off by about sqrt(n) of them relative to its scale
+(n of them at worst: 1.8e-4 for n = 3072, a BERT-base MLP's reduction), so 1e-4 of the scale
+holds the error of a dozen transformer layers with a margin (BERT-base, 12 layers at seq 128,
+is off by 1.1e-6 to 4.2e-6 of its outputs' scale, docs/decisions.md) yet catches an element
+off by 1% of the scale.
+
+When an output differs, the search compares the values the program really computed: the
+reference runtime keeps every value; another runtime runs again with ``keep_values`` (the
+tvm runtime's plan then keeps a copy of each value as its step makes it, before a later step
+reuses the buffer).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +37,13 @@ from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp
 from pir.ir.dialects.func import FuncOp
 
-__all__ = ["CheckReport", "OutputCheck", "check_against_onnx", "run_onnxruntime", "errors"]
+__all__ = ["CheckReport", "OutputCheck", "check_against_onnx", "run_onnxruntime", "errors",
+           "close", "effective_atol", "RTOL", "ATOL", "ATOL_SCALE"]
+
+#: The default tolerances of ``pir run --check`` (see the module's docstring).
+RTOL = 1e-3
+ATOL = 1e-7
+ATOL_SCALE = 1e-4
 
 
 @dataclass
@@ -78,27 +109,49 @@ def errors(got: np.ndarray, want: np.ndarray) -> tuple[float, float]:
     return float(diff.max()), float(rel.max())
 
 
-def _close(got, want, rtol, atol) -> bool:
+def effective_atol(want: np.ndarray, atol: float = ATOL,
+                   atol_scale: float = ATOL_SCALE) -> float:
+    """The absolute tolerance for comparing with ``want``:
+    ``max(atol, atol_scale * max|want|)``, over its finite elements (``atol`` when it has
+    none)."""
+    w = np.abs(np.asarray(want)).astype(np.float64)  # (a complex value's magnitude)
+    w = w[np.isfinite(w)]
+    return max(atol, atol_scale * float(w.max())) if w.size else atol
+
+
+def close(got, want, rtol: float = RTOL, atol: float = ATOL,
+          atol_scale: float = ATOL_SCALE) -> bool:
+    """Whether ``got`` is ``want`` within the tolerances (see the module's docstring)."""
+    got, want = np.asarray(got), np.asarray(want)
     if got.shape != want.shape:
         return False
-    if got.dtype.kind not in "fc":
+    if got.dtype.kind not in "fc" or want.dtype.kind not in "fc":
         return bool(np.array_equal(got, want))
-    g = got.astype(np.float64)
-    w = want.astype(np.float64)
-    return bool(np.allclose(g, w, rtol=rtol, atol=atol, equal_nan=True))
+    wide = np.complex128 if "c" in (got.dtype.kind, want.dtype.kind) else np.float64
+    g = got.astype(wide)
+    w = want.astype(wide)
+    return bool(np.allclose(g, w, rtol=rtol, atol=effective_atol(w, atol, atol_scale),
+                            equal_nan=True))
+
+
+def _close(got, want, rtol, atol, atol_scale: float = ATOL_SCALE) -> bool:
+    return close(got, want, rtol, atol, atol_scale)  # (pir.runtimes.dist.cli imports this name)
 
 
 def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
-                       rtol: float = 1e-4, atol: float = 1e-5, func: str = "main",
-                       runtime: str | None = None) -> CheckReport:
+                       rtol: float = RTOL, atol: float = ATOL, func: str = "main",
+                       runtime: str | None = None, kernels=None,
+                       atol_scale: float = ATOL_SCALE) -> CheckReport:
     """Run ``module`` (on ``runtime``, see pir.runtimes.select) and ``model`` on ``feeds``
-    and compare every output."""
-    from pir.runtimes.select import make_interpreter
+    and compare every output (:func:`close`); ``kernels``: a pir.runtimes.select.KernelPolicy.
+    On a mismatch, ``divergence`` names the first value, in program order, whose own
+    computation diverges: values as the program computed them (see the module's docstring)."""
+    from pir.runtimes.select import KernelPolicy, make_interpreter
 
     fn = module.lookup(func)
     if not isinstance(fn, FuncOp):
         raise PirError(f"the module has no function @{func}")
-    interp = make_interpreter(module, runtime)
+    interp = make_interpreter(module, runtime, kernels=kernels or KernelPolicy())
     ours = interp.run(fn, feeds)
     theirs = run_onnxruntime(model, feeds)
     report = CheckReport()
@@ -110,21 +163,41 @@ def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str
             continue
         abs_err, rel_err = errors(got, want)
         note = "" if got.shape == want.shape else f"shape {got.shape} vs {want.shape}"
-        report.outputs.append(OutputCheck(name, abs_err, rel_err, _close(got, want, rtol, atol), note))
+        report.outputs.append(OutputCheck(name, abs_err, rel_err,
+                                          close(got, want, rtol, atol, atol_scale), note))
     if not report.ok:
-        report.divergence = _first_divergence(fn, interp, model, feeds, rtol, atol)
+        values = _computed_values(module, fn, feeds, interp, runtime, kernels)
+        report.divergence = _first_divergence(fn, values, model, feeds, rtol, atol, atol_scale)
     return report
 
 
-def _first_divergence(fn: FuncOp, interp, model, feeds, rtol, atol) -> str | None:
-    """Name the first value, in program order, that differs from its ONNX counterpart."""
+def _computed_values(module, fn: FuncOp, feeds, interp, runtime, kernels) -> dict:
+    """Every value of ``fn`` on ``feeds`` as the program computed it.  The reference
+    interpreter keeps them all (``interp.values``); a runtime that reuses buffers (the tvm
+    runtime's plan, by liveness) holds, after a run, the last value written to each buffer
+    under the names of every value it held, so the run is repeated with ``keep_values``."""
+    from pir.runtimes.reference.interpreter import Interpreter
+    from pir.runtimes.select import KernelPolicy, make_interpreter
+
+    if type(interp) is Interpreter:
+        return interp.values
+    again = make_interpreter(module, runtime, keep_values=True,
+                             kernels=kernels or KernelPolicy())
+    again.run(fn, feeds)
+    return again.values
+
+
+def _first_divergence(fn: FuncOp, values: dict, model, feeds, rtol, atol,
+                      atol_scale: float = ATOL_SCALE) -> str | None:
+    """Name the first value, in program order, that differs from its ONNX counterpart (the
+    ONNX value of its name); ``values``: each value as the program computed it."""
     onnx_names = {o for n in model.graph.node for o in n.output if o}
     candidates = []
     for op in fn.entry.ops:
         if isinstance(op, ConstantOp):
             continue
         for r in op.results:
-            if r.name in onnx_names and r in interp.values:
+            if r.name in onnx_names and r in values:
                 candidates.append((op, r))
     if not candidates:
         return None
@@ -133,10 +206,12 @@ def _first_divergence(fn: FuncOp, interp, model, feeds, rtol, atol) -> str | Non
         want = theirs.get(r.name)
         if want is None:
             continue
-        got = interp.values[r]
-        if not _close(got, np.asarray(want), rtol, atol):
-            abs_err, rel_err = errors(got, np.asarray(want))
+        got, want = np.asarray(values[r]), np.asarray(want)
+        if not close(got, want, rtol, atol, atol_scale):
+            abs_err, rel_err = errors(got, want)
             where = f' (ONNX node "{op.loc}")' if op.loc else ""
-            return (f"first divergence at %{r.name}, the result of {op.name}{where}: "
+            symbol = getattr(op, "symbol", None)  # a kernel: as --profile names it
+            what = f"{op.name} '{symbol}'" if isinstance(symbol, str) else op.name
+            return (f"first divergence at %{r.name}, the result of {what}{where}: "
                     f"max abs error {abs_err:.3g}, max rel error {rel_err:.3g}")
     return None

@@ -15,7 +15,10 @@ work once per function and binding of its symbolic dims (the sizes the inputs fi
 * **Steps.**  A kernel is one call of its compiled function on prepared tensors (a function
   input's tensor is made once a run, whichever kernels read it); a matmul
   (``prim.dot_general`` in matmul form, float32) is ``np.matmul`` into its slot; every other
-  op runs on the reference rules, checked as in the reference runtime.
+  op runs on the reference rules, checked as in the reference runtime.  With the
+  interpreter's ``keep_values`` (``pir run --check`` looking for the first divergence), the
+  values a step makes in (or as views of) reusable slots are copied as it makes them, and
+  the run ends with those copies in ``values``, not with what the slots hold by then.
 
 Anything a plan cannot size (a dim bound only by a value computed inside the run) runs as the
 interpreter would run it, so a plan is an optimisation, never a change of meaning.  When such
@@ -36,6 +39,7 @@ from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
 from pir.runtimes.hugepages import SMALL_CHUNK, Arena
 from pir.runtimes.tvm.buffers import ALIGN, OutputPool, aligned_empty, as_tvm
+from pir.runtimes.tvm.signature import kernel_failure
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
@@ -326,7 +330,10 @@ class Plan:
                     result_tensors[j] = tvm.runtime.from_dlpack(arr)
                 else:
                     values[r] = self.views[r]
-            fn(*args, *params, *result_tensors)
+            try:
+                fn(*args, *params, *result_tensors)
+            except Exception as e:  # noqa: BLE001 - a failed assertion (--check-bounds)
+                raise kernel_failure(op, e) from None
 
         return step
 
@@ -376,6 +383,9 @@ class Plan:
             steps = self._on_fewer_threads(many)
         else:
             steps = (step for _, step in self.steps)
+        kept = {} if interp.keep_values else None
+        if kept is not None:
+            steps = self._keeping(steps, kept)
         try:
             if prof is None:
                 for step in steps:
@@ -395,6 +405,8 @@ class Plan:
         finally:
             if hasattr(steps, "close"):
                 steps.close()  # a step that raised: the pool gets its threads back now
+        if kept is not None:
+            values.update(kept)
         term = self.block.ops[-1]
         given = dict(zip(self.block.args, args))
         # an input returned as it is: the caller's array; a view of a staging copy (a
@@ -402,6 +414,31 @@ class Plan:
         # kernel's result, written into a slot, views no input)
         return [given[v] if v in given else values[v] if v in self.slot_of
                 else self._own(values[v]) for v in term.operands]
+
+    def _keeping(self, steps, kept: dict):
+        """``steps``, each followed by a copy, into ``kept``, of the values its op made in
+        (or as a view of) a slot a later step may write.  With ``keep_values`` (``pir run
+        --check`` looking for the first divergence), a run ends with every value as its step
+        made it, not as its slot holds it after a later step reused the slot.  (The values
+        of fresh slots, a function output's, and the arrays a reference rule made are
+        written once a run: they are not copied.)"""
+        values = self.interp.values
+        reused = [s.buf for s in self.slots if not s.fresh]
+        try:
+            for (op, _), step in zip(self.steps, steps):
+                def keep(step=step, results=op.results) -> None:
+                    step()
+                    for r in results:
+                        a = values.get(r)
+                        if isinstance(a, np.ndarray) and \
+                                any(np.may_share_memory(a, b) for b in reused):
+                            kept[r] = np.array(a)
+
+                keep.__qualname__ = step.__qualname__
+                yield keep
+        finally:
+            if hasattr(steps, "close"):
+                steps.close()
 
     def _on_fewer_threads(self, many: int):
         """The steps, with the thread pool set to one thread over each stretch of small
