@@ -20,8 +20,9 @@ from pir.ir.core import OPS, Block, Operation, Region, Value
 from pir.ir.dialects import load_dialects
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
-from pir.ir.lexer import SourceMap, TextPos, token_kind, tokenize
-from pir.ir.resources import read_resources
+from pir.ir.lexer import SourceMap, TextPos, string_problem, token_kind, tokenize
+from pir.ir.resources import read_resources, split_module_text
+from pir.limits import MAX_NESTING, check_tensor_bytes
 from pir.ir.types import (
     DIALECT_TYPES,
     DType,
@@ -29,6 +30,7 @@ from pir.ir.types import (
     IndexType,
     TensorType,
     Type,
+    int64_problem,
     parse_tensor_body,
 )
 
@@ -38,8 +40,10 @@ __all__ = ["parse_module", "parse_file", "parse_file_bytes"]
 _SEGMENT_ATTRS = ("operand_segments", "result_segments")
 
 
-def _unquote(text: str) -> str:
-    return json.loads(text) if text.startswith('"') else text
+def _found(tok: str) -> str:
+    """``, found 'tok'`` for an error message; nothing at the end of input, which
+    :meth:`Parser.error` names itself ("...: unexpected end of input")."""
+    return f", found '{tok}'" if tok else ""
 
 
 class Parser:
@@ -53,25 +57,26 @@ class Parser:
         self.i = 0
         self.type_cache: dict[str, Type] = {}
         self.scopes: list[dict[str, Value]] = []
+        self.depth = 0  # regions, arrays and brackets open now (see nest)
 
     # -- token helpers -----------------------------------------------------------------------
 
+    # The parser never moves past the end-of-input token "" (every ``self.i += 1`` follows a
+    # check of the token it skips), so ``self.toks[self.i]`` is always in range.
+
     def error(self, message: str, at: int | None = None) -> PirError:
-        return self.src.error(message, self.offsets[self.i if at is None else at])
+        at = self.i if at is None else at
+        if at >= len(self.toks) - 1:
+            message = f"{message}: unexpected end of input"
+        return self.src.error(message, self.offsets[at])
 
     def peek(self) -> str:
         return self.toks[self.i]
 
-    def next(self) -> str:
-        tok = self.toks[self.i]
-        self.i += 1
-        return tok
-
     def expect(self, text: str) -> None:
         tok = self.toks[self.i]
         if tok != text:
-            found = f"'{tok}'" if tok else "end of input"
-            raise self.error(f"expected '{text}', found {found}")
+            raise self.error(f"expected '{text}'{_found(tok)}")
         self.i += 1
 
     def accept(self, text: str) -> bool:
@@ -79,6 +84,42 @@ class Parser:
             self.i += 1
             return True
         return False
+
+    def nest(self, at: int) -> None:
+        """Open one level of nesting (a region, an array or a bracket), opened by token
+        ``at``.  The parser and the printer recurse once per level on Python's stack, so
+        the levels open at once, of all kinds together, are bounded."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise self.error(f"nesting deeper than {MAX_NESTING} levels", at)
+
+    def string(self, at: int, skip: int = 0) -> str:
+        """The JSON string token ``at`` (after its first ``skip`` characters) decoded; the
+        lexer has checked it, so a failure here is still reported at its place."""
+        tok = self.toks[at][skip:]
+        try:
+            return json.loads(tok)
+        except json.JSONDecodeError as e:
+            problem = string_problem(tok)
+            index = problem[0] if problem else e.pos
+            raise self.src.error(problem[1] if problem else f"bad string: {e.msg}",
+                                 self.offsets[at] + skip + index) from None
+
+    def big_int(self, at: int) -> int:
+        """Integer token ``at``, of 20 characters or more (shorter ones always fit): a
+        64-bit value (int64, or uint64 for unsigned data), never a bigint that no tensor or
+        attribute could hold (and Python will not even convert past 4300 digits)."""
+        tok = self.toks[at]
+        digits = tok.lstrip("-").lstrip("0")
+        if len(digits) <= 20 and -2**63 <= int(tok) < 2**64:
+            return int(tok)
+        shown = tok if len(tok) <= 40 else f"{tok[:20]}...({len(digits)} digits)"
+        raise self.error(f"integer {shown} does not fit in 64 bits", at)
+
+    def name(self, at: int) -> str:
+        """The name of value or symbol token ``at`` (``%x``, ``@"a b"``) without its sigil."""
+        tok = self.toks[at]
+        return self.string(at, 1) if tok[1:2] == '"' else tok[1:]
 
     # -- types -------------------------------------------------------------------------------
 
@@ -100,17 +141,23 @@ class Parser:
             self.i += 1
             return IndexType()
         if tok == "(":  # a function type
+            self.nest(self.i)
             ins = self.type_list()
             self.expect("->")
             outs = self.type_list()
+            self.depth -= 1
             return FunctionType(tuple(ins), tuple(outs))
-        raise self.error(f"expected a type, found '{tok}'")
+        raise self.error(f"expected a type{_found(tok)}")
 
     def _tensor_type(self, tok: str) -> TensorType:
         try:
-            return parse_tensor_body(tok[len("tensor<") : -1])
+            ty = parse_tensor_body(tok[len("tensor<") : -1])
         except (TypeError, ValueError) as e:
             raise self.error(f"bad tensor type '{tok}': {e}") from None
+        problem = int64_problem(ty)  # a type past int64 is an error even where unallocated
+        if problem is not None:
+            raise self.error(f"tensor type: {problem}")
+        return ty
 
     def _dialect_type(self, tok: str) -> Type:
         """``!dialect.name<body>``, parsed by the dialect that declared it."""
@@ -149,10 +196,11 @@ class Parser:
         while True:
             tok = self.peek()
             if token_kind(tok) not in ("IDENT", "STRING"):
-                raise self.error(f"expected an attribute name, found '{tok}'")
+                raise self.error(f"expected an attribute name{_found(tok)}")
+            key = self.string(self.i) if tok[:1] == '"' else tok
             self.i += 1
             self.expect("=")
-            attrs[_unquote(tok)] = self.attr_value()
+            attrs[key] = self.attr_value()
             if self.accept("}"):
                 return attrs
             self.expect(",")
@@ -162,20 +210,27 @@ class Parser:
         k = token_kind(t)
         if k in ("TENSOR", "TYPE") or t == "(":
             return self.parse_type()
+        if not t:
+            raise self.error("expected an attribute value")
         self.i += 1
         if k == "NUMBER":
-            return float(t) if ("." in t or "e" in t or "E" in t) else int(t)
+            if "." in t or "e" in t or "E" in t:
+                return float(t)
+            return int(t) if len(t) < 20 else self.big_int(self.i - 1)
         if k == "STRING":
-            return json.loads(t)
+            return self.string(self.i - 1)
         if k == "SYMBOL":
-            return SymbolRef(_unquote(t[1:]))
+            return SymbolRef(self.name(self.i - 1))
         if t == "[":
+            self.nest(self.i - 1)
             items = []
             if self.accept("]"):
+                self.depth -= 1
                 return ()
             while True:
                 items.append(self.attr_value())
                 if self.accept("]"):
+                    self.depth -= 1
                     return tuple(items)
                 self.expect(",")
         if k == "IDENT":
@@ -194,14 +249,14 @@ class Parser:
                     raise self.error("expected a resource key string")
                 self.i += 1
                 self.expect(">")
-                return ResourceRef(json.loads(key))
+                return ResourceRef(self.string(self.i - 2))
             if t == "index":
                 return IndexType()
             try:
                 return DType.parse(t)
             except ValueError:
                 pass
-        raise self.error(f"expected an attribute value, found '{t}'", self.i - 1)
+        raise self.error(f"expected an attribute value{_found(t)}", self.i - 1)
 
     def dense(self) -> DenseAttr:
         start = self.i
@@ -213,6 +268,11 @@ class Parser:
         ty = self.parse_type()
         if not isinstance(ty, TensorType) or not ty.is_static:
             raise self.error("a dense attribute needs a static tensor type", at)
+        if not isinstance(value, list):  # a splat fills the shape: a few bytes of text
+            try:                           # can ask for terabytes
+                check_tensor_bytes(ty.shape, ty.dtype.itemsize or 8, "dense attribute")
+            except PirError as e:
+                raise self.error(e.message, at) from None
         try:
             arr = _dense_array(value, ty)
         except (ValueError, TypeError, OverflowError) as e:
@@ -220,40 +280,52 @@ class Parser:
         return DenseAttr(arr)
 
     def _dense_elems(self) -> Any:
-        tok = self.next()
+        tok = self.toks[self.i]
+        if not tok:
+            raise self.error("expected a tensor element")
+        self.i += 1
         if tok == "[":
+            self.nest(self.i - 1)
             items = []
             if self.accept("]"):
+                self.depth -= 1
                 return items
             while True:
                 items.append(self._dense_elems())
                 if self.accept("]"):
+                    self.depth -= 1
                     return items
                 self.expect(",")
         if tok == "(":  # complex: (re, im)
             at = self.i - 1
+            self.nest(at)
             re_ = self._dense_elems()
             self.expect(",")
             im = self._dense_elems()
             self.expect(")")
+            self.depth -= 1
             if not all(isinstance(p, (int, float)) and not isinstance(p, bool) for p in (re_, im)):
                 raise self.error("a complex element is (real, imaginary), two numbers", at)
             return complex(re_, im)
         kind = token_kind(tok)
         if kind == "NUMBER":
-            return float(tok) if ("." in tok or "e" in tok or "E" in tok) else int(tok)
+            if "." in tok or "e" in tok or "E" in tok:
+                return float(tok)
+            return int(tok) if len(tok) < 20 else self.big_int(self.i - 1)
         if kind == "STRING":
-            return json.loads(tok)
+            return self.string(self.i - 1)
         if tok in ("true", "false"):
             return tok == "true"
         if tok in ("inf", "-inf", "nan"):
             return float(tok)
-        raise self.error(f"expected a tensor element, found '{tok}'", self.i - 1)
+        raise self.error(f"expected a tensor element{_found(tok)}", self.i - 1)
 
     # -- values ------------------------------------------------------------------------------
 
     def define(self, at: int, value: Value) -> None:
-        name = _unquote(self.toks[at][1:])
+        name = self.toks[at][1:]
+        if name[:1] == '"':
+            name = self.string(at, 1)
         scope = self.scopes[-1]
         if name in scope or any(name in s for s in self.scopes[:-1]):
             raise self.error(f"value %{name} is defined twice", at)
@@ -263,7 +335,7 @@ class Parser:
     def lookup(self, at: int) -> Value:
         name = self.toks[at][1:]
         if name[:1] == '"':
-            name = json.loads(name)
+            name = self.string(at, 1)
         for scope in reversed(self.scopes):
             v = scope.get(name)
             if v is not None:
@@ -277,7 +349,7 @@ class Parser:
         toks = self.toks
         for j in range(start + 1, len(toks) - 1):
             t = toks[j]
-            if t[:1] != "%" or _unquote(t[1:]) != name:
+            if t[:1] != "%" or self.name(j) != name:
                 continue
             k = j + 1
             while toks[k] == "," and toks[k + 1][:1] == "%":
@@ -291,11 +363,12 @@ class Parser:
     def parse_module(self) -> ModuleOp:
         tok = self.peek()
         if tok != "module":
-            raise self.error(f"expected 'module', found '{tok}'")
+            raise self.error(f"expected 'module'{_found(tok)}")
         self.i += 1
         name = ""
         if self.peek()[:1] == "@":
-            name = _unquote(self.next()[1:])
+            name = self.name(self.i)
+            self.i += 1
         attrs = {}
         if self.accept("attributes"):
             attrs = self.attr_dict()
@@ -320,7 +393,8 @@ class Parser:
         self.i += 1
         if self.peek()[:1] != "@":
             raise self.error("expected a function name like @main")
-        sym = self.next()
+        sym = self.name(self.i)
+        self.i += 1
         self.scopes = [{}]
         self.expect("(")
         arg_at: list[int] = []
@@ -328,7 +402,7 @@ class Parser:
         if not self.accept(")"):
             while True:
                 if self.peek()[:1] != "%":
-                    raise self.error(f"expected an argument like %x, found '{self.peek()}'")
+                    raise self.error(f"expected an argument like %x{_found(self.peek())}")
                 arg_at.append(self.i)
                 self.i += 1
                 self.expect(":")
@@ -342,7 +416,7 @@ class Parser:
         if self.accept("attributes"):
             attrs = self.attr_dict()
         loc = self.loc()
-        fn = FuncOp.create(_unquote(sym[1:]), arg_types, outs, loc=loc)
+        fn = FuncOp.create(sym, arg_types, outs, loc=loc)
         for k, v in attrs.items():
             fn.attributes[k] = v
         fn.text_pos = TextPos(self.src, self.offsets, start)
@@ -362,6 +436,7 @@ class Parser:
             block.append(self.parse_op())
 
     def region(self) -> Region:
+        self.nest(self.i)
         self.expect("{")
         region = Region()
         self.scopes.append({})
@@ -389,6 +464,7 @@ class Parser:
                     block.append(self.parse_op())
             self.expect("}")
         self.scopes.pop()
+        self.depth -= 1
         return region
 
     def loc(self) -> str | None:
@@ -396,18 +472,19 @@ class Parser:
             return None
         self.i += 1
         self.expect("(")
-        tok = self.peek()
-        if tok[:1] != '"':
+        if self.peek()[:1] != '"':
             raise self.error("expected a location string")
         self.i += 1
         self.expect(")")
-        return json.loads(tok)
+        return self.string(self.i - 2)
 
     def parse_op(self) -> Operation:
         toks = self.toks
         result_at: list[int] = []
         if toks[self.i][:1] == "%":
             while True:
+                if toks[self.i][:1] != "%":
+                    raise self.error(f"expected a result like %x{_found(toks[self.i])}")
                 result_at.append(self.i)
                 self.i += 1
                 if self.accept("="):
@@ -418,7 +495,7 @@ class Parser:
         cls = OPS.get(name)
         if cls is None:
             if token_kind(name) != "IDENT":
-                raise self.error(f"expected an op name, found '{name}'")
+                raise self.error(f"expected an op name{_found(name)}")
             raise self.error(f"unknown op '{name}'")
         self.i += 1
         self.expect("(")
@@ -427,7 +504,7 @@ class Parser:
             lookup = self.lookup
             while True:
                 if toks[self.i][:1] != "%":
-                    raise self.error(f"expected an operand like %x, found '{toks[self.i]}'")
+                    raise self.error(f"expected an operand like %x{_found(toks[self.i])}")
                 operands.append(lookup(self.i))
                 self.i += 1
                 if self.accept(")"):
@@ -500,26 +577,12 @@ def _dense_array(value: Any, ty: TensorType) -> np.ndarray:
     return arr.reshape(ty.shape)
 
 
-def _split_resources(data) -> tuple[str, int | None, int]:
-    """The module text, the offset where the resource section starts, and its line."""
-    if data[: len(b"resources {")] == b"resources {":
-        return "", 0, 1
-    idx = data.find(b"\nresources {")
-    if idx < 0:
-        return data[:].decode("utf-8"), None, 0
-    text = data[: idx + 1].decode("utf-8")  # a slice is a copy of just the module text
-    return text, idx + 1, text.count("\n") + 1
-
-
 def parse_file_bytes(data, filename: str = "<input>") -> ModuleOp:
     """Parse a whole ``.pir`` file given as bytes (or an mmap): the module text goes through
     the tokenizer, the resource section is decoded straight from the buffer."""
     from pir.ir.verifier import verify_module
 
-    try:
-        text, res_start, res_line = _split_resources(data)
-    except UnicodeDecodeError as e:
-        raise PirError(f"the file is not UTF-8 text (byte {e.start})", file=filename) from None
+    text, res_start, res_line = split_module_text(data, filename)
     # Parsing allocates hundreds of thousands of objects that all stay alive: pausing the
     # cyclic garbage collector meanwhile saves its repeated, fruitless scans.
     gc_was_enabled = gc.isenabled()
@@ -546,4 +609,11 @@ def parse_file(path: str) -> ModuleOp:
 
 def parse_module(text: str, filename: str = "<input>") -> ModuleOp:
     """Parse ``.pir`` text into a verified module."""
-    return parse_file_bytes(text.encode("utf-8"), filename)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as e:  # a lone surrogate: no file could hold this text
+        line = text.count("\n", 0, e.start) + 1
+        col = e.start - (text.rfind("\n", 0, e.start) + 1) + 1
+        raise PirError(f"lone surrogate {text[e.start]!r}: the text is not unicode",
+                       file=filename, line=line, col=col) from None
+    return parse_file_bytes(data, filename)

@@ -18,8 +18,11 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
+from pir.limits import INT64_MAX
+
 __all__ = ["DType", "Dim", "Type", "TensorType", "IndexType", "FunctionType", "is_symbol_name",
-           "bound_shape", "parse_tensor_body", "DIALECT_TYPES", "register_dialect_type"]
+           "bound_shape", "parse_tensor_body", "int64_problem", "DIALECT_TYPES",
+           "register_dialect_type"]
 
 _SYMBOL = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -261,6 +264,26 @@ class TensorType(Type):
     @staticmethod
     def of(array: np.ndarray) -> TensorType:
         return TensorType(DType.from_numpy(array.dtype), tuple(int(d) for d in array.shape))
+
+
+def int64_problem(ty: TensorType) -> str | None:
+    """Why ``ty`` can be no tensor, or None: numpy, ONNX and every kernel count dims,
+    elements and bytes in int64 (pir.limits), so a type past that is an error even where
+    nothing allocates it.  Exact, in Python integers."""
+    if ty.shape is None:
+        return None
+    for d in ty.shape:
+        if type(d) is int and d > INT64_MAX:
+            return f"dim {d} does not fit in int64"
+    if not ty.is_static:
+        return None
+    n = ty.numel
+    if n * max(ty.dtype.itemsize, 1) <= INT64_MAX:
+        return None
+    dims = ", ".join(map(str, ty.shape))
+    if n > INT64_MAX:
+        return f"shape [{dims}] has {n} elements, more than int64 can count"
+    return f"shape [{dims}] takes {n * ty.dtype.itemsize} bytes, more than int64 can count"
 
 
 _DIM = re.compile(r'(\d+|\?|"([A-Za-z_][A-Za-z0-9_]*)"|[A-Za-z_][A-Za-wyz0-9_]*)x')

@@ -114,7 +114,9 @@ def _verify_fresh(op: Operation, type_rule: bool = True) -> None:
     sig = op.signature
     _check_counts(op, "operand", sig.operands, op.operands, op.operand_segments)
     _check_counts(op, "result", sig.results, op.results, op.result_segments)
-    if sig.regions and not any(d.variadic for d in sig.regions) and len(op.regions) != len(sig.regions):
+    if not any(d.variadic for d in sig.regions) and len(op.regions) != len(sig.regions):
+        if not sig.regions:  # e.g. an nn.relu given a body: nothing would ever run it
+            raise _fail(op, f"takes no regions, has {len(op.regions)}")
         raise _fail(op, f"expects {len(sig.regions)} regions, has {len(op.regions)}")
     for key, adef in sig.attrs.items():
         if key not in op.attributes:
