@@ -23,11 +23,12 @@ import contextlib
 import contextvars
 import functools
 import os
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from pir.errors import PirError
 
 __all__ = ["INT64_MAX", "MAX_NESTING", "max_tensor_bytes", "tensor_bytes_limit",
+           "set_tensor_bytes_limit",
            "checked_numel", "check_tensor_bytes", "physical_memory"]
 
 INT64_MAX = 2**63 - 1
@@ -70,11 +71,13 @@ def tensor_bytes_limit(limit: int | None) -> Iterator[None]:
         _LIMIT.reset(token)
 
 
-def set_tensor_bytes_limit(limit: int | None) -> None:
-    """Set the limit for the rest of this context (the CLI's root option: one command)."""
+def set_tensor_bytes_limit(limit: int | None) -> Callable[[], None]:
+    """Set the limit for this context (the CLI's root option: one command); returns the
+    function that puts the previous one back."""
     if limit is not None and limit < 0:
         raise PirError(f"--max-tensor-bytes must not be negative, got {limit}")
-    _LIMIT.set(limit)
+    token = _LIMIT.set(limit)
+    return lambda: _LIMIT.reset(token)
 
 
 def checked_numel(shape: Iterable[int], what: str = "tensor") -> int:

@@ -57,7 +57,8 @@ def main(debug: bool, max_tensor_bytes: int | None) -> None:
     """
     from pir.limits import set_tensor_bytes_limit
 
-    set_tensor_bytes_limit(max_tensor_bytes)
+    # for this command only (a library user calling main() twice gets the default back)
+    click.get_current_context().call_on_close(set_tensor_bytes_limit(max_tensor_bytes))
 
 
 if __name__ == "__main__":
