@@ -479,3 +479,15 @@ def test_a_10_mb_string_token_takes_under_100_mb_rss(work):
     assert r.stderr == "l.pir: ok (6 ops, 0 resources)\n"
     peak = int((work / "peak.txt").read_text())
     assert peak < 100 * 1024, f"peak RSS {peak / 1024:.0f} MB"
+
+
+def test_an_attribute_float_prints_the_same_after_a_round_trip():
+    # -1.0695639e+08 is the f32 -106956392.0's shortest text, and reads back as the float
+    # -106956390.0, which must print as that same text again (found by the fuzzer)
+    import numpy as np
+
+    from pir.ir.printer import format_float
+
+    for v in (float(np.float32(-1.0695639e8)), float(np.float32(3.3e-7)), 0.1, 1 / 3):
+        text = format_float(v)
+        assert format_float(float(text)) == text
