@@ -9,14 +9,11 @@ from pir.cli.common import read_bytes, run_command, write_module_to
 
 def _parse(path: str):
     """A module parsed but not verified: a file may call functions another file defines."""
-    from pir.errors import PirError
-    from pir.ir.parser import Parser, _split_resources, read_resources
+    from pir.ir.parser import Parser
+    from pir.ir.resources import read_resources, split_module_text
 
     data = read_bytes(path)
-    try:
-        text, res_start, res_line = _split_resources(data)
-    except UnicodeDecodeError as e:
-        raise PirError(f"the file is not UTF-8 text (byte {e.start})", file=path) from None
+    text, res_start, res_line = split_module_text(data, path)  # a located error if not UTF-8
     module = Parser(text, path).parse_module()
     if res_start is not None:
         module.resources = read_resources(data, res_start, path, res_line)
