@@ -75,6 +75,10 @@ def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
     load_all()
     if op.name not in EVAL:
         return None
+    for r in op.results:  # too big to keep as a constant: not worth making (a ConstantOfShape
+        t = r.type        # of [2**28, 3] would allocate gigabytes to find that out)
+        if isinstance(t, TensorType) and t.is_static and t.numel > limit:
+            return None
     try:
         arrays = [constant_value(v.op) for v in op.operands]
         out = evaluate_op(op, arrays)
