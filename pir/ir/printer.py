@@ -40,9 +40,10 @@ def format_float(v: float, dtype: DType | None = None) -> str:
     """The shortest text that reads back as the same value.
 
     Elements of f16 and f32 tensors print as their own shortest repr; attribute floats (no
-    dtype) that are exact f32 values print as the f32 repr too, since ONNX stores them as f32,
-    and so do those that such a repr reads back as (-1.0695639e+08 reads as -106956390.0,
-    not as the f32 -106956392.0 it was printed from): printing is stable.
+    dtype) that are exact f32 values print with the f32's shortest digits too, since ONNX
+    stores them as f32, but in Python's notation, the one the float they read back as prints
+    in: the f32 -106956392.0 prints as -106956390.0 (numpy would write -1.0695639e+08), which
+    prints as itself again.
     """
     if v != v:
         return "nan"
@@ -50,15 +51,11 @@ def format_float(v: float, dtype: DType | None = None) -> str:
         return "inf" if v > 0 else "-inf"
     if dtype is DType.F16:
         return _float_text(str(np.float16(v)))
-    if dtype is DType.F32 or (dtype is None and _f32_text(v)):
+    if dtype is DType.F32:
         return _float_text(str(np.float32(v)))
+    if dtype is None and float(np.float32(v)) == v:
+        return repr(float(str(np.float32(v))))
     return repr(float(v))
-
-
-def _f32_text(v: float) -> bool:
-    """Whether ``v`` is an f32 value or what the f32 shortest repr of one reads back as."""
-    f = np.float32(v)
-    return float(f) == v or float(str(f)) == v
 
 
 def _float_text(s: str) -> str:

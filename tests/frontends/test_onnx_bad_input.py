@@ -151,6 +151,10 @@ def _cases():
         [vi("y", None)]), \
         "ONNX node 'cos' (ConstantOfShape): cannot infer the type of its outputs: the shape has " \
         "100 elements, but a tensor has at most 64 dims"
+    yield "einsum-equation-not-an-equation", model(
+        [node("Einsum", ["x", "x"], ["y"], name="e", equation="ij@ \n,jk")],
+        [vi("x", [2, 2])], [vi("y", None)]), \
+        "ONNX node 'e' (Einsum): equation 'ij@ \\n,jk' is not an einsum equation"
     yield "result-of-more-than-int64-bytes", model(
         [node("Expand", ["x", "s"], ["y"], name="ex")], [vi("x", [1], TensorProto.DOUBLE)],
         [vi("y", None)], [numpy_helper.from_array(np.array([2**61, 2], np.int64), "s")]), \

@@ -17,6 +17,7 @@ op), and it fails with a UnicodeDecodeError of its own on non-UTF-8 names.
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import onnx
@@ -212,9 +213,30 @@ def _node_problem(node: onnx.NodeProto, schema: _Schema) -> str | None:
         problem = _attribute_problem(a, schema.attributes.get(a.name), op)
         if problem:
             return problem
+    if node.op_type == "Einsum" and node.domain in ("", "ai.onnx"):
+        return _einsum_problem(node)
     # Required attributes are not checked here: the nn op a converter emits declares those
     # it needs (NodeContext.emit enforces them), and a converter checks the ones it reads
     # itself (Cast's 'to', Scan's 'num_scan_inputs').
+    return None
+
+
+#: An einsum equation: subscripts (letters, one '...' each), ',' between operands, at most
+#: one '->', spaces anywhere.
+_EINSUM = re.compile(r" *(?:[A-Za-z ]|\.\.\.)*(?:,(?:[A-Za-z ]|\.\.\.)*)*"
+                     r"(?:-> *(?:[A-Za-z ]|\.\.\.)*)?\Z")
+
+
+def _einsum_problem(node: onnx.NodeProto) -> str | None:
+    """Einsum's equation checked before ONNX's shape inference reads it: its C++ parser
+    loops forever on some malformed ones ('bc@   @Z\nx\n', found by fuzzing)."""
+    eq = next((a.s for a in node.attribute if a.name == "equation"), None)
+    if eq is None:
+        return None  # the schema check reports a missing required attribute
+    text = eq.decode("utf-8", "replace")
+    if not _EINSUM.match(text):
+        return (f"equation {text!r} is not an einsum equation (letters, '...', ',' between "
+                "operands and at most one '->')")
     return None
 
 
