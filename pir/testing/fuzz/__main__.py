@@ -163,7 +163,7 @@ def _minimize(argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "_worker":
-        from pir.testing.fuzz.engine import worker_main
+        from pir.testing.fuzz.worker import worker_main
 
         return worker_main(argv[1:])
     if argv and argv[0] == "replay":
