@@ -19,6 +19,7 @@ from pir.ir.types import DType, TensorType, Type
 
 __all__ = [
     "DenseAttr",
+    "dense_array",
     "ResourceRef",
     "SymbolRef",
     "AttrKind",
@@ -175,3 +176,33 @@ TYPE = AttrKind("type", _type)
 TENSOR = AttrKind("tensor", _tensor)
 SYMBOL = AttrKind("symbol", _symbol)
 ANY = AttrKind("any", _any)
+
+
+def _check_integral(value: Any, ty: TensorType) -> None:
+    """Integer and boolean tensors take whole numbers only: numpy would truncate 3.7."""
+    if isinstance(value, list):
+        for v in value:
+            _check_integral(v, ty)
+    elif isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"{value} is not a whole number, as {ty.dtype.value} elements must be")
+    elif isinstance(value, (str, complex)):
+        raise ValueError(f"{value!r} is not a {ty.dtype.value} element")
+
+
+def dense_array(value: Any, ty: TensorType) -> np.ndarray:
+    """The array a dense literal's nested values denote for ``ty`` (one value: a splat);
+    a ValueError when they do not fit it."""
+    npdt = ty.dtype.numpy
+    if ty.dtype is DType.STRING:
+        arr = np.array(value, dtype=object)
+    elif ty.dtype.is_float and ty.dtype not in (DType.F32, DType.F64, DType.F16):
+        arr = np.array(value, dtype=np.float64).astype(npdt)  # bf16/f8: via a wide float
+    else:
+        if ty.dtype.is_int or ty.dtype is DType.BOOL:
+            _check_integral(value, ty)
+        arr = np.array(value, dtype=npdt)
+    if arr.ndim == 0 and ty.rank != 0:
+        return np.full(ty.shape, arr[()], dtype=arr.dtype)  # splat
+    if arr.shape != ty.shape and not (arr.size == 0 and ty.numel == 0):
+        raise ValueError(f"{arr.shape} elements given for {ty}")
+    return arr.reshape(ty.shape)

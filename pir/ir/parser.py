@@ -12,10 +12,9 @@ import mmap
 import os
 from typing import Any
 
-import numpy as np
 
 from pir.errors import PirError
-from pir.ir.attributes import DenseAttr, ResourceRef, SymbolRef
+from pir.ir.attributes import DenseAttr, ResourceRef, SymbolRef, dense_array
 from pir.ir.core import OPS, Block, Operation, Region, Value
 from pir.ir.dialects import load_dialects
 from pir.ir.dialects.builtin import ModuleOp
@@ -274,7 +273,7 @@ class Parser:
             except PirError as e:
                 raise self.error(e.message, at) from None
         try:
-            arr = _dense_array(value, ty)
+            arr = dense_array(value, ty)
         except (ValueError, TypeError, OverflowError) as e:
             raise self.error(f"bad dense attribute: {e}", start) from None
         return DenseAttr(arr)
@@ -547,34 +546,6 @@ class Parser:
         for at, r in zip(result_at, op.results):
             self.define(at, r)
         return op
-
-
-def _check_integral(value: Any, ty: TensorType) -> None:
-    """Integer and boolean tensors take whole numbers only: numpy would truncate 3.7."""
-    if isinstance(value, list):
-        for v in value:
-            _check_integral(v, ty)
-    elif isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"{value} is not a whole number, as {ty.dtype.value} elements must be")
-    elif isinstance(value, (str, complex)):
-        raise ValueError(f"{value!r} is not a {ty.dtype.value} element")
-
-
-def _dense_array(value: Any, ty: TensorType) -> np.ndarray:
-    npdt = ty.dtype.numpy
-    if ty.dtype is DType.STRING:
-        arr = np.array(value, dtype=object)
-    elif ty.dtype.is_float and ty.dtype not in (DType.F32, DType.F64, DType.F16):
-        arr = np.array(value, dtype=np.float64).astype(npdt)  # bf16/f8: via a wide float
-    else:
-        if ty.dtype.is_int or ty.dtype is DType.BOOL:
-            _check_integral(value, ty)
-        arr = np.array(value, dtype=npdt)
-    if arr.ndim == 0 and ty.rank != 0:
-        return np.full(ty.shape, arr[()], dtype=arr.dtype)  # splat
-    if arr.shape != ty.shape and not (arr.size == 0 and ty.numel == 0):
-        raise ValueError(f"{arr.shape} elements given for {ty}")
-    return arr.reshape(ty.shape)
 
 
 def parse_file_bytes(data, filename: str = "<input>") -> ModuleOp:
