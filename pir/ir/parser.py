@@ -12,7 +12,6 @@ import mmap
 import os
 from typing import Any
 
-
 from pir.errors import PirError
 from pir.ir.attributes import DenseAttr, ResourceRef, SymbolRef, dense_array
 from pir.ir.core import OPS, Block, Operation, Region, Value

@@ -127,7 +127,7 @@ def _report(outputs, output, check_model, feeds, rtol, atol) -> None:
 def _check(outputs, model_path, feeds, rtol, atol) -> None:
     """Each assembled output against ONNX Runtime's, printed as ``pir run --check`` does."""
     from pir.frontends.onnx.importer import load_model
-    from pir.runtimes.ort.check import _close, errors, run_onnxruntime
+    from pir.runtimes.ort.check import close, errors, run_onnxruntime
 
     theirs = run_onnxruntime(load_model(model_path), feeds)
     width = max([len(n) for n in theirs] + [6])
@@ -141,7 +141,7 @@ def _check(outputs, model_path, feeds, rtol, atol) -> None:
             ok = False
             continue
         abs_err, rel_err = errors(got, want)
-        good = _close(got, want, rtol, atol)
+        good = close(got, want, rtol, atol)
         ok &= good
         click.echo(f"{name:<{width}}  {abs_err:>12.3g}  {rel_err:>12.3g}  "
                    f"{'ok' if good else 'MISMATCH'}")

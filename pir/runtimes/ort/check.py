@@ -134,10 +134,6 @@ def close(got, want, rtol: float = RTOL, atol: float = ATOL,
                             equal_nan=True))
 
 
-def _close(got, want, rtol, atol, atol_scale: float = ATOL_SCALE) -> bool:
-    return close(got, want, rtol, atol, atol_scale)  # (pir.runtimes.dist.cli imports this name)
-
-
 def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
                        rtol: float = RTOL, atol: float = ATOL, func: str = "main",
                        runtime: str | None = None, kernels=None,

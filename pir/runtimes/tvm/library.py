@@ -133,9 +133,7 @@ def build_module(mod: tvm.IRModule, target, flags: Flags = _PLAIN,
     if check_bounds:
         from pir.codegen.tvm.bounds import with_bound_checks
 
-        with tvm.transform.PassContext():
-            lib = tvm.tirx.build(with_bound_checks(mod), target=target)
-        return lib
+        return tvm.tirx.build(with_bound_checks(mod), target=target)  # asserts kept
     # Without TVM's per-call argument checks: the runtime makes every argument from the
     # op's types, and pir.runtimes.tvm.signature checks each op against its kernel's
     # signature once (the checks were a quarter of the build time)
