@@ -4,8 +4,9 @@ Types are immutable and check themselves when built (xDSL's pattern): a malforme
 not exist, so no later stage has to re-check it.
 
 A tensor shape is a tuple of dims, each an ``int`` (static), a ``str`` (a named symbolic dim
-such as ``B`` or ``seq``, equal wherever the same name appears in one function) or ``None``
-(unknown, printed ``?``).  ``shape=None`` is an unranked tensor, printed ``tensor<*xf32>``.
+such as ``B`` or ``seq``, equal wherever the same name appears in one function), a
+:class:`~pir.ir.dimexpr.DimExpr` (an expression over symbols, printed in parentheses:
+``tensor<Nx4x((H + 1) floordiv 2)xf32>``) or ``None`` (unknown, printed ``?``).  ``shape=None`` is an unranked tensor, printed ``tensor<*xf32>``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
+from pir.ir import dimexpr
+from pir.ir.dimexpr import DimExpr
 from pir.limits import INT64_MAX
 
 __all__ = ["DType", "Dim", "Type", "TensorType", "IndexType", "FunctionType", "is_symbol_name",
@@ -146,13 +149,16 @@ _TO_NUMPY = {
 }
 _FROM_NUMPY = {v: k for k, v in _TO_NUMPY.items() if k is not DType.STRING}
 
-Dim = int | str | None
+Dim = int | str | DimExpr | None
 
 
 def _dim_text(d: Dim) -> str:
-    # Dims are separated by 'x', so a symbol holding an 'x' is quoted: tensor<"max_len"x4xf32>.
+    # Dims are separated by 'x', so a symbol holding an 'x' is quoted: tensor<"max_len"x4xf32>;
+    # an expression is parenthesised, which delimits it whatever it holds.
     if d is None:
         return "?"
+    if isinstance(d, DimExpr):
+        return dimexpr.dim_text(d)
     if isinstance(d, str) and "x" in d:
         return f'"{d}"'
     return str(d)
@@ -173,11 +179,16 @@ def _known_good(shape: tuple) -> bool:
         return True
     if len(_GOOD_SHAPES) < 65536 and all(
         d is None or (type(d) is int and d >= 0) or (type(d) is str and is_symbol_name(d))
+        or (type(d) is DimExpr and _good_expr(d))
         for d in shape
     ):
         _GOOD_SHAPES.add(shape)
         return True
     return False
+
+
+def _good_expr(d: DimExpr) -> bool:
+    return all(is_symbol_name(s) for s in dimexpr.symbols(d))
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,8 +231,13 @@ class TensorType(Type):
         for d in self.shape:
             if d is None:
                 continue
+            if isinstance(d, DimExpr):
+                bad = sorted(s for s in dimexpr.symbols(d) if not is_symbol_name(s))
+                if bad:
+                    raise ValueError(f"symbolic dim '{bad[0]}' is not an identifier")
+                continue
             if isinstance(d, bool) or not isinstance(d, (int, str)):
-                raise TypeError(f"tensor dim must be int, symbol or None, got {d!r}")
+                raise TypeError(f"tensor dim must be int, symbol, expression or None, got {d!r}")
             if isinstance(d, int) and d < 0:
                 raise ValueError(f"tensor dim must be non-negative, got {d}")
             if isinstance(d, str) and not is_symbol_name(d):
@@ -299,6 +315,13 @@ def parse_tensor_body(body: str) -> TensorType:
         pos = 2
     else:
         while True:
+            if body.startswith("(", pos):  # an expression runs to its matching parenthesis
+                end = _closing_paren(body, pos)
+                if not body.startswith("x", end + 1):
+                    break
+                dims.append(dimexpr.parse_dim_expr(body[pos + 1:end]))
+                pos = end + 2
+                continue
             m = _DIM.match(body, pos)
             if m is None:
                 break
@@ -312,6 +335,18 @@ def parse_tensor_body(body: str) -> TensorType:
             pos = m.end()
         shape = tuple(dims)
     return TensorType(DType.parse(body[pos:]), shape)
+
+
+def _closing_paren(body: str, start: int) -> int:
+    depth = 0
+    for i in range(start, len(body)):
+        if body[i] == "(":
+            depth += 1
+        elif body[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    raise ValueError("a dim expression's '(' is never closed")
 
 
 #: Types that dialects declare, spelled ``!dialect.name<body>`` (MLIR's dialect types), by
@@ -335,10 +370,8 @@ def bound_shape(t, sizes: dict[str, int]) -> tuple[int, ...] | None:
         return None
     out = []
     for d in t.shape:
-        if isinstance(d, int):
-            out.append(d)
-        elif isinstance(d, str) and d in sizes:
-            out.append(sizes[d])
-        else:
+        n = dimexpr.evaluate(d, sizes)
+        if n is None:
             return None
+        out.append(n)
     return tuple(out)
