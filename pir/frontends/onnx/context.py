@@ -12,6 +12,7 @@ from onnx import numpy_helper
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.typerules import const_value
+from pir.ir.dimexpr import DimExpr, MinMax
 from pir.ir.types import TensorType, Type
 from pir.ir.verifier import types_compatible
 from pir.limits import INT64_MAX, checked_numel
@@ -284,17 +285,40 @@ def merge_types(ours: Type, theirs: Type | None) -> Type:
         return TensorType(ours.dtype, theirs.shape)
     if theirs.shape is None:
         return ours
-    dims = []
-    for a, b in zip(ours.shape, theirs.shape):
-        if isinstance(a, int):
-            dims.append(a)
-        elif isinstance(b, int):
-            dims.append(b)
-        elif isinstance(a, str) and (b is None or b.startswith("unk__")):
-            dims.append(a)
-        else:
-            dims.append(b if b is not None else a)
-    return TensorType(ours.dtype, tuple(dims))
+    return TensorType(ours.dtype, tuple(merge_dims(a, b) for a, b in zip(ours.shape, theirs.shape)))
+
+
+def merge_dims(ours, theirs):
+    """One dim of :func:`merge_types`.  An expression our rule computed from the inputs
+    wins over anything ONNX says (its value_info may name the same value another way, or
+    guess wrong); ONNX's symbol wins over ours only where ours is a mere placeholder or
+    another name for a dim neither side can compute."""
+    if isinstance(ours, int) or theirs is None or ours == theirs:
+        return ours
+    if ours is None:
+        return theirs
+    if theirs in _clamped(ours):
+        # our rule clamps (a slice's end: min(seq, 64)) and ONNX's data propagation says
+        # which side holds, as ONNX Runtime assumes: the slice stays within its input
+        return theirs
+    if isinstance(theirs, int):
+        return theirs
+    if isinstance(ours, DimExpr) or _is_placeholder(theirs):
+        return ours
+    return theirs
+
+
+def _clamped(d) -> tuple:
+    """The arguments of ``d`` when it is one ``min``/``max`` (a clamp), else ()."""
+    if isinstance(d, DimExpr) and len(d.terms) == 1:
+        (mono, coeff), = d.terms
+        if coeff == 1 and len(mono) == 1 and isinstance(mono[0], MinMax):
+            return mono[0].args
+    return ()
+
+
+def _is_placeholder(d) -> bool:
+    return isinstance(d, str) and d.startswith("unk__")
 
 
 def array_from_tensor(t: onnx.TensorProto) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 import onnx
@@ -21,6 +21,7 @@ from onnx import numpy_helper
 
 from pir.errors import PirError
 from pir.frontends.onnx import validate
+from pir.frontends.onnx.dims import is_unknown_param, parse_exporter_expr, symbol_for
 from pir.frontends.onnx.context import NodeContext, quoted, shown
 from pir.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAINS, load_all
 from pir.ir.builder import Builder
@@ -28,7 +29,8 @@ from pir.ir.dialects import load_dialects
 from pir.ir.core import Block, BlockArgument, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.dialects.func import FuncOp, ReturnOp
-from pir.ir.types import DType, TensorType, is_symbol_name
+from pir.ir import dimexpr
+from pir.ir.types import DType, TensorType
 from pir.limits import check_tensor_bytes
 
 __all__ = ["import_model", "load_model", "load_model_bytes", "MIN_OPSET", "MAX_OPSET"]
@@ -68,19 +70,12 @@ def dtype_from_onnx(elem_type) -> DType:
         raise PirError(f"unsupported ONNX element type {name}") from None
 
 
-def symbol_for(dim_param: str) -> str | None:
-    """A legal symbolic dim name for an ONNX ``dim_param`` (None when nothing is left)."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", dim_param)
-    if name and name[0].isdigit():
-        name = "d" + name
-    if not name:
-        return None
-    return name if is_symbol_name(name) else "s_" + name
-
-
-def type_from_onnx(tp: onnx.TypeProto, what: str = "a value") -> TensorType | None:
+def type_from_onnx(tp: onnx.TypeProto, what: str = "a value",
+                   fresh: Callable[[int], str] | None = None) -> TensorType | None:
     """The tensor type ``tp`` declares (None for a non-tensor or an undefined element type);
-    a PirError, naming ``what``, for dims no tensor can have (validate.dims_error)."""
+    a PirError, naming ``what``, for dims no tensor can have (validate.dims_error).  A dim
+    the exporter left unknown (``?``, ``-1``, empty) is ``fresh(position)`` when ``fresh``
+    is given (a graph input's dims), else unknown; see :mod:`pir.frontends.onnx.dims`."""
     if not tp.HasField("tensor_type") or not tp.tensor_type.elem_type:
         return None
     tt = tp.tensor_type
@@ -91,19 +86,68 @@ def type_from_onnx(tp: onnx.TypeProto, what: str = "a value") -> TensorType | No
     if not tt.HasField("shape"):
         return TensorType(dtype, None)
     dims = []
-    for d in tt.shape.dim:
+    for pos, d in enumerate(tt.shape.dim):
         # exporters write an unknown dim of a declared type as -1 (or 0 fields): unknown,
         # unlike a tensor's own dims, where a negative one is an error (onnx.checker)
         if d.HasField("dim_value") and d.dim_value >= 0:
             dims.append(int(d.dim_value))
-        elif d.HasField("dim_param"):
-            dims.append(symbol_for(d.dim_param))
+        elif d.HasField("dim_param") and not is_unknown_param(d.dim_param):
+            expr = parse_exporter_expr(d.dim_param)
+            dims.append(expr if expr is not None else symbol_for(d.dim_param))
         else:
             dims.append(None)
+        if dims[-1] is None and fresh is not None:
+            dims[-1] = fresh(pos)
     problem = validate.dims_error(dims, dtype.itemsize, what)
     if problem:
         raise PirError(problem)
     return TensorType(dtype, tuple(dims))
+
+
+def _bind_shape(name: str, t: TensorType, shape: tuple[int, ...],
+                pins: dict[str, int]) -> dict[str, int]:
+    """The symbol sizes that input ``name`` of type ``t`` having ``shape`` implies."""
+    if t.shape is None:
+        return {}
+    if len(shape) != len(t.shape):
+        raise PirError(f"--static: input {quoted(name)} has shape {list(shape)}, but the model "
+                       f"declares rank {len(t.shape)} ({t})")
+    out: dict[str, int] = {}
+    for d, n in zip(t.shape, shape):
+        if isinstance(d, int) and d != n:
+            raise PirError(f"--static: input {quoted(name)} has shape {list(shape)}, but the "
+                           f"model declares {t}")
+        if isinstance(d, str):
+            if out.get(d, pins.get(d, n)) != n:
+                raise PirError(f"--static: dim {d} of input {quoted(name)} is {n}, but it is "
+                               f"{out.get(d, pins.get(d))} elsewhere")
+            out[d] = n
+    return out
+
+
+def _named_symbols(inputs) -> set[str]:
+    """The symbols the graph inputs name themselves (fresh ones must differ from these)."""
+    out = set()
+    for i in inputs:
+        for d in i.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and not is_unknown_param(d.dim_param):
+                out |= dimexpr.symbols(parse_exporter_expr(d.dim_param)
+                                       or symbol_for(d.dim_param))
+    return out
+
+
+def _fresh_symbols(input_name: str, taken: set[str]) -> Callable[[int], str]:
+    """Names for the unknown dims of one graph input: ``<input>_<position>`` (``x_2``),
+    suffixed where that name is taken."""
+    def fresh(pos: int) -> str:
+        base = symbol_for(f"{input_name}_{pos}") or f"d_{pos}"
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        taken.add(name)
+        return name
+
+    return fresh
 
 
 def load_model(path: str) -> onnx.ModelProto:
@@ -374,15 +418,18 @@ class ModelImporter:
         arg_types = []
         inits = {t.name for t in graph.initializer}
         real_inputs = [i for i in graph.input if i.name not in inits]
+        taken = _named_symbols(real_inputs)
         for i in real_inputs:
             try:
-                t = type_from_onnx(i.type, f"graph input {quoted(i.name)}")
+                t = type_from_onnx(i.type, f"graph input {quoted(i.name)}",
+                                   _fresh_symbols(i.name, taken))
             except PirError as e:
                 raise PirError(e.message, file=self.filename) from None
             if t is None:
                 raise PirError(f"graph input {quoted(i.name)} is not a tensor with a known "
                                "element type", file=self.filename)
             arg_types.append(t)
+        arg_types = self._pin(real_inputs, arg_types)
         fn = FuncOp.create("main", arg_types, [], [i.name for i in real_inputs])
         self.module.body.block.append(fn)
         gi = GraphImporter(self, None, fn.entry)
@@ -396,6 +443,38 @@ class ModelImporter:
         fn.attributes["function_type"] = FunctionType(tuple(arg_types), tuple(v.type for v in outs))
         self._drop_unused_constants(fn)
         return self.module
+
+    def _pin(self, inputs, types: list[TensorType]) -> list[TensorType]:
+        """The input types with the pinned symbols (``pins``, and those ``static`` shapes
+        determine) replaced by their sizes; ONNX's inferred types too, where they name
+        them."""
+        pins = dict(getattr(self, "pins", {}))
+        static = getattr(self, "static", {})
+        names = [i.name for i in inputs]
+        for name in static:
+            if name not in names:
+                raise PirError(f"--static gives input {quoted(name)}, which the model does not "
+                               f"take (inputs: {', '.join(map(quoted, names)) or 'none'})",
+                               file=self.filename)
+        for name, t in zip(names, types):
+            if name in static:
+                pins.update(_bind_shape(name, t, static[name], pins))
+        symbols = set().union(*(dimexpr.symbols(d) for t in types for d in t.shape or ()))
+        unknown = sorted(set(pins) - symbols)
+        if unknown:
+            raise PirError(f"--dim {unknown[0]}: the model's inputs have no dim of that name "
+                           f"(their symbols: {', '.join(sorted(symbols)) or 'none'})",
+                           file=self.filename)
+        if not pins:
+            return types
+
+        def pin(t):
+            if not isinstance(t, TensorType) or t.shape is None:
+                return t
+            return t.with_shape(dimexpr.substitute(d, pins) for d in t.shape)
+
+        self.inferred = {k: pin(t) for k, t in self.inferred.items()}
+        return [pin(t) for t in types]
 
     @staticmethod
     def _named_outputs(gi: GraphImporter, outs: list[Value], names: list[str]) -> list[Value]:
@@ -502,8 +581,14 @@ class GraphImporter:
                     self.values[r.name] = v  # later nodes refer to the folded value
 
 
-def import_model(model: onnx.ModelProto | str, filename: str | None = None) -> ModuleOp:
-    """Import an ONNX model (a ``ModelProto`` or a path) into a verified module."""
+def import_model(model: onnx.ModelProto | str, filename: str | None = None,
+                 dims: dict[str, int] | None = None,
+                 static: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+    """Import an ONNX model (a ``ModelProto`` or a path) into a verified module.
+
+    ``dims`` pins symbols of the graph inputs to sizes (``{"N": 1}``; the names pir gives
+    them, fresh ones like ``x_2`` included); ``static`` gives input shapes by input name and
+    pins every symbol they determine, so that the program is imported with static shapes."""
     from pir.ir.verifier import verify_module
 
     base_dir = None
@@ -511,7 +596,10 @@ def import_model(model: onnx.ModelProto | str, filename: str | None = None) -> M
         filename = filename or model
         base_dir = os.path.dirname(os.path.abspath(model))
         model = load_model(model)
-    module = ModelImporter(model, filename or "<model>", base_dir).run()
+    importer = ModelImporter(model, filename or "<model>", base_dir)
+    importer.pins = dict(dims or {})
+    importer.static = dict(static or {})
+    module = importer.run()
     try:
         verify_module(module)
     except PirError as e:

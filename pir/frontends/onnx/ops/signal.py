@@ -7,6 +7,8 @@ import numpy as np
 from pir.frontends.onnx.importer import dtype_from_onnx
 from pir.frontends.onnx.registry import converter
 from pir.ir.dialects.nn import signal as sig
+from pir.ir.dialects.nn import tensor as tn
+from pir.ir.typerules import tensor
 
 _WINDOWS = {"HannWindow": sig.HannWindow, "HammingWindow": sig.HammingWindow,
             "BlackmanWindow": sig.BlackmanWindow}
@@ -28,7 +30,14 @@ def dft(ctx):
 
 @converter("STFT")
 def stft(ctx):
-    return [ctx.value(sig.STFT, *(ctx.input(i) for i in range(4)),
+    """A rank-2 signal ``[batch, length]`` is a real one, ``[batch, length, 1]``: the spec
+    asks for rank 3, but ONNX Runtime takes rank 2 and onnxscript's exporter writes it (the
+    spectrogram front ends of onnx-asr)."""
+    signal = ctx.input(0)
+    shape = tensor(signal).shape
+    if shape is not None and len(shape) == 2:
+        signal = ctx.temp(tn.Unsqueeze, signal, ctx.constant(np.array([2], np.int64)))
+    return [ctx.value(sig.STFT, signal, *(ctx.input(i) for i in range(1, 4)),
                       onesided=ctx.attr("onesided"))]
 
 
