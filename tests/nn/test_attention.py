@@ -11,6 +11,7 @@ from onnx import helper
 
 from pir.errors import PirError
 from pir.frontends.onnx.importer import import_model
+from pir.ir.dimexpr import parse_dim_expr
 from pir.ir.types import DType, TensorType
 
 rng = np.random.default_rng(0)
@@ -163,8 +164,9 @@ def test_attention_type_rule_keeps_symbols():
                    f32("B", 2, "P", 8), f32("B", 2, "P", 8)])
     q, k, v, pk, pv = block.args
     op = Attention.build(q, k, v, None, pk, pv, q_num_heads=8, kv_num_heads=2)
+    total = parse_dim_expr("P + S")  # the past and the new keys
     assert [r.type for r in op.results] == [
-        f32("B", "S", 64), f32("B", 2, None, 8), f32("B", 2, None, 8), f32("B", 8, "S", None)]
+        f32("B", "S", 64), f32("B", 2, total, 8), f32("B", 2, total, 8), f32("B", 8, "S", total)]
 
 
 def test_attention_3d_needs_head_counts():

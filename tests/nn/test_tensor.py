@@ -12,6 +12,7 @@ from onnx import helper
 
 from pir.errors import PirError
 from pir.frontends.onnx.importer import import_model
+from pir.ir.dimexpr import parse_dim_expr
 from pir.ir.dialects.func import FuncOp
 
 rng = np.random.default_rng(0)
@@ -291,14 +292,14 @@ def test_layout_ops_keep_symbols():
     assert inferred(module, "nn.unsqueeze") == (1, "S", "B", 8)
     assert inferred(module, "nn.squeeze") == ("S", "B", 8)
     assert inferred(module, "nn.concat") == ("S", "B", 16)
-    assert inferred(module, "nn.flatten") == (None, 16)  # S * B has no name
-    rows = result_shape(module, "nn.flatten")[0]  # ONNX's placeholder name, kept by pad
+    assert inferred(module, "nn.flatten") == (parse_dim_expr("B*S"), 16)  # a product
+    rows = result_shape(module, "nn.flatten")[0]  # the expression, kept by pad
     assert inferred(module, "nn.pad") == (rows, 18)
 
 
 @pytest.mark.parametrize("target,want,run", [
     ([0, 0, 2, 4], ("B", "S", 2, 4), (2, 3, 2, 4)), ([0, -1, 8], ("B", "S", 8), (2, 3, 8)),
-    ([-1, 4], (None, 4), (12, 4)), ([0, 0, -1], ("B", "S", 8), (2, 3, 8))])
+    ([-1, 4], (parse_dim_expr("2*B*S"), 4), (12, 4)), ([0, 0, -1], ("B", "S", 8), (2, 3, 8))])
 def test_reshape_keeps_symbols(target, want, run):
     model = sym_model([helper.make_node("Reshape", ["x", "s"], ["y"])],
                       {"x": (np.float32, ["B", "S", 8])}, ["y"],

@@ -17,11 +17,14 @@ import math
 
 import numpy as np
 
-from pir.ir.dialects.nn.symbolic import static_length
+from pir.ir import dimexpr as de
+from pir.ir.dialects.nn.symbolic import slice_start, static_length
+from pir.ir.dimexpr import DimExpr
 from pir.ir.typerules import const_value, normalize_axis, tensor
 from pir.passes.decompose.index_math import (
     I64,
     const_list,
+    dim_size,
     fit,
     iota,
     sizable,
@@ -63,26 +66,75 @@ def _axis(b, v, axis):
 
 @decomposes("nn.concat")
 def concat(b, op):
+    """prim.concat, whose operands must agree on every other dim.  ONNX's shape inference
+    gives one dim different names in different operands (``unk__3`` and ``unk__5``, or
+    ``unk__58`` where another operand says 1); Concat requires them equal at run time, so
+    an operand that names one otherwise is first reshaped (free) to the best-known name."""
     axis = _axis(b, op.inputs[0], op.axis)
-    return [fit(b, b.op("concat", list(op.inputs), dimension=axis), op.concat_result.type)]
+    shapes = [tensor(v).shape for v in op.inputs]
+    inputs = list(op.inputs)
+    if all(s is not None and len(s) == len(shapes[0]) for s in shapes):
+        best = [_best_dim([s[k] for s in shapes]) for k in range(len(shapes[0]))]
+        for i, (v, s) in enumerate(zip(inputs, shapes)):
+            want = tuple(d if k == axis else best[k] for k, d in enumerate(s))
+            if want != tuple(s) and None not in want:
+                sizable(b, want, "a concat operand", unknown=1)
+                inputs[i] = b.op("reshape", v, result_type=tensor(v).with_shape(want))
+    return [fit(b, b.op("concat", inputs, dimension=axis), op.concat_result.type)]
+
+
+def _best_dim(dims):
+    """The most precise of dims that must be equal: a size, an expression, a named symbol,
+    ONNX's placeholder ``unk__N`` last (pir.passes.shapes ranks them the same way)."""
+    def rank(d):
+        if d is None:
+            return (4, "")
+        if isinstance(d, int):
+            return (0, str(d))
+        if isinstance(d, str):
+            return (3 if d.startswith("unk__") else 2, d)
+        return (1, str(d))
+
+    return min(dims, key=rank)
 
 
 @decomposes("nn.split")
 def split(b, op):
-    """One prim.slice per piece, at offsets from the pieces' (static) sizes."""
+    """One prim.slice per piece, at offsets from the pieces' sizes; a piece of symbolic size
+    or offset (``H floordiv 2``) is a gather at ``offset + iota(size)``."""
     axis = _axis(b, op.input, op.axis)
     if len(op.results) == 1:
         return [fit(b, op.input, op.results[0].type)]
     sizes = [b.known(r.type.shape, "a piece")[axis] for r in op.results]
-    if not all(isinstance(n, int) for n in sizes):
-        raise Keep(f"the sizes of the pieces {sizes} are not static")
     outs, start = [], 0
     for r, n in zip(op.results, sizes):
-        piece = b.op("slice", op.input, start_indices=(start,), limit_indices=(start + n,),
-                     axes=(axis,))
+        if isinstance(start, int) and isinstance(n, int):
+            piece = b.op("slice", op.input, start_indices=(start,), limit_indices=(start + n,),
+                         axes=(axis,))
+        else:
+            piece = b.op("gather", op.input, _positions(b, start, 1, n), axis=axis)
         outs.append(fit(b, piece, r.type))
-        start += n
+        start = de.add(start, n)
     return outs
+
+
+def _dim_value(b, d):
+    """The value of dim ``d`` as an i64 scalar: ``H - 3`` is the size of H, minus 3."""
+    const = dict(d.terms).get((), 0) if isinstance(d, DimExpr) else 0
+    if isinstance(d, int):
+        return b.const(d, I64)
+    v = dim_size(b, de.sub(d, const))
+    return b.add(v, b.scalar_like(const, v)) if const else v
+
+
+def _positions(b, start, step, n):
+    """The i64 vector start, start + step, ... of ``n`` elements (``start`` a dim)."""
+    idx = iota(b, (n,), 0)
+    if step != 1:
+        idx = b.mul(idx, b.scalar_like(step, idx))
+    if start != 0:
+        idx = b.add(idx, b.broadcast_to(_dim_value(b, start), (n,)))
+    return idx
 
 
 # -- slices --------------------------------------------------------------------------------------
@@ -106,7 +158,8 @@ def slice_(b, op):
     """prim.slice for positive steps with known bounds, a gather at constant indices for
     negative steps, and, for bounds computed at run time, what the result type tells:
     a whole dim, ``n`` elements from a known start (or up to a known end), or a symbolic
-    number ``S`` of elements from a known start (a gather at ``start + step * iota(S)``)."""
+    number ``S`` of elements from a known start (a gather at ``start + step * iota(S)``).
+    On a symbolic dim the start is placed as the type rule placed it (``H - 3`` for -3)."""
     t, out = tensor(op.data), op.output.type
     shape, res = b.known(t.shape, "input"), out.shape
     if res is None:
@@ -137,9 +190,12 @@ def slice_(b, op):
             if not 0 <= lo <= lo + m <= d:
                 raise Keep(f"axis {a}: {m} elements from {lo} do not fit in a dim of {d}")
             window[a] = (lo, lo + m, 1)
-        elif isinstance(m, str) and k > 0 and s is not None and (s >= 0 or isinstance(d, int)):
-            start = _clamp(s, d, k) if isinstance(d, int) else s
-            picks[a] = (start, k, m)
+        elif m is not None and s is not None and slice_start(d, s, k) is not None:
+            start = slice_start(d, s, k)
+            if isinstance(start, int) and isinstance(m, int) and k > 0:
+                window[a] = (start, start + (m - 1) * k + 1, k) if m else (0, 0, 1)
+            else:
+                picks[a] = (start, k, m)  # a gather at start + k * iota(m)
         else:
             raise Keep(f"axis {a}: cannot tell the slice of a dim of {d} with bounds computed "
                        "at run time")
@@ -151,12 +207,7 @@ def slice_(b, op):
                  **strided)
     for a, pick in sorted(picks.items(), key=lambda p: p[0]):
         if isinstance(pick, tuple):  # start + step * iota(S)
-            start, k, m = pick
-            idx = iota(b, (m,), 0)
-            if k != 1:
-                idx = b.mul(idx, b.scalar_like(k, idx))
-            if start:
-                idx = b.add(idx, b.scalar_like(start, idx))
+            idx = _positions(b, *pick)
         else:
             idx = b.const(pick, I64)
         v = b.op("gather", v, idx, axis=a)
@@ -304,9 +355,10 @@ def depth_to_space(b, op):
 def space_to_depth(b, op):
     n, c, h, w = b.known(tensor(op.input).shape, "input")
     k = op.blocksize
-    h, w = static_dims((h, w), "height and width")
     perm = (0, 3, 5, 1, 2, 4) if op.mode == "DCR" else (0, 1, 3, 5, 2, 4)
-    return _blocks(b, op, (n, c, h // k, k, w // k, k), perm)
+    split = (n, c, de.floordiv(h, k), k, de.floordiv(w, k), k)
+    sizable(b, split, "the blocks")
+    return _blocks(b, op, split, perm)
 
 
 @decomposes("nn.col2im")

@@ -33,7 +33,7 @@ from pir.ir.attributes import STR, TYPE
 from pir.ir.dialects.dist.ops import DistOp, dist_type
 from pir.ir.dialects.dist.types import DistTensorType
 from pir.ir.opdef import Pure, attr, operand, result
-from pir.ir.types import TensorType
+from pir.ir.types import Dim, TensorType
 
 __all__ = ["ToLocalOp", "FromLocalOp", "LoadShardOp", "local_type"]
 
@@ -55,8 +55,26 @@ def local_type(t: TensorType) -> TensorType:
         elif isinstance(size, str):
             shape.append(f"{size}_{'_'.join(axes)}")
         else:
-            shape.append(None)
+            shape.append(_local_expr(size, t.split(d), axes))
     return TensorType(t.dtype, tuple(shape))
+
+
+def _local_expr(size, split: int, axes) -> Dim:
+    """The local block of a split dim that is an expression: a product ``c * B * S`` (the
+    rows of a flattened ``[B, S]``) splits its coefficient when the ranks divide it, else
+    its first symbol, which is the outer dim of the flattening (``B_dp * S``); None for
+    anything else."""
+    from pir.ir import dimexpr
+
+    if not isinstance(size, dimexpr.DimExpr) or len(size.terms) != 1:
+        return None
+    (mono, coeff), = size.terms
+    if coeff % split == 0:
+        return dimexpr.canon({mono: coeff // split})
+    first = next((a for a in mono if isinstance(a, str)), None)
+    if first is None:
+        return None
+    return dimexpr.substitute(size, {first: f"{first}_{'_'.join(axes)}"})
 
 
 def _check_local(dist: DistTensorType, local: TensorType, what: str) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import BOOL, DTYPE, FLOAT, INT
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.linalg import same_dim
@@ -15,20 +16,12 @@ __all__ = ["Attention", "RotaryEmbedding", "SwiGLU"]
 _F = frozenset({DType.BF16, DType.F16, DType.F32, DType.F64})
 
 
-def _mul(a: Dim, b: Dim) -> Dim:
-    return a * b if isinstance(a, int) and isinstance(b, int) else None
-
-
-def _add(a: Dim, b: Dim) -> Dim:
-    return a + b if isinstance(a, int) and isinstance(b, int) else None
-
-
 def _split_heads(shape: tuple[Dim, ...], heads: int, what: str) -> tuple[Dim, ...]:
     """(B, S, H*D) -> (B, H, S, D), the 4-D layout attention works in."""
     b, s, hidden = shape
     if isinstance(hidden, int) and hidden % heads:
         raise PirError(f"{what}'s hidden size {hidden} is not a multiple of {heads} heads")
-    return (b, heads, s, hidden // heads if isinstance(hidden, int) else None)
+    return (b, heads, s, de.floordiv(hidden, heads))  # heads must divide it
 
 
 class Attention(Operation):
@@ -110,11 +103,11 @@ class Attention(Operation):
                     raise PirError("past_key and past_value must be 4-D (B, H, S, D)")
                 same_dim(pk[3], dk, "head sizes of past_key and k")
                 same_dim(pv[3], dv, "head sizes of past_value and v")
-                total = _add(pk[2], skv)
+                total = de.add(pk[2], skv)
             else:
                 total = None
         if len(tq.shape) == 3:
-            y_shape = (b, sq, _mul(hq, dv))
+            y_shape = (b, sq, de.mul(hq, dv))
         else:
             y_shape = (b, hq, sq, dv)
         return [TensorType(tq.dtype, y_shape),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import INT, INTS, STR
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.base import FLOATS
@@ -31,7 +32,10 @@ QUANT8 = frozenset({DType.I8, DType.U8})
 @dataclass(frozen=True)
 class Window:
     """A sliding window resolved on one input: per spatial axis its kernel size, stride,
-    dilation, pads before and after, and the output size (``None`` when not known)."""
+    dilation, pads before and after, and the output size: dims (expressions of the input's
+    symbols where it has any, ``None`` where a size is unknown).  auto_pad's pads are
+    expressions too on a symbolic input, so :meth:`static_pads` says whether a lowering that
+    needs integer pads can use them."""
 
     kernel: tuple[Dim, ...]
     strides: tuple[int, ...]
@@ -43,12 +47,12 @@ class Window:
     @property
     def span(self) -> tuple[Dim, ...]:
         """The extent of each dilated kernel: ``(k - 1) * d + 1``."""
-        return tuple(None if k is None else (k - 1) * d + 1
+        return tuple(de.add(de.mul(de.sub(k, 1), d), 1)
                      for k, d in zip(self.kernel, self.dilations))
 
-
-def _known(d: Dim) -> int | None:
-    return d if isinstance(d, int) else None
+    @property
+    def static_pads(self) -> bool:
+        return all(isinstance(p, int) for p in self.pads_begin + self.pads_end)
 
 
 def _per_axis(op: Operation, name: str, values: Sequence[int], n: int, default: int,
@@ -97,23 +101,21 @@ class WindowOp(Operation):
                            f"got '{auto_pad}'")
         begin, end, out = [], [], []
         for i in range(n):
-            size, k, s, d = _known(spatial[i]), _known(kernel[i]), strides[i], dilations[i]
-            span = None if k is None else (k - 1) * d + 1
+            size, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
+            span = de.add(de.mul(de.sub(k, 1), d), 1)
             if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-                o = None if size is None else -(-size // s)
-                total = None if o is None or span is None else max(0, (o - 1) * s + span - size)
-                pb = None if total is None else (
-                    total // 2 if auto_pad == "SAME_UPPER" else total - total // 2)
-                pe = None if total is None else total - pb
+                o = de.ceildiv(size, s)
+                total = de.maximum(0, de.sub(de.add(de.mul(de.sub(o, 1), s), span), size))
+                half = de.floordiv(total, 2)
+                pb = half if auto_pad == "SAME_UPPER" else de.sub(total, half)
+                pe = de.sub(total, pb)
             else:
                 pb, pe = (0, 0) if auto_pad == "VALID" else (pads[i], pads[i + n])
-                o = None
-                if size is not None and span is not None:
-                    room = size + pb + pe - span
-                    o = (-(-room // s) if ceil else room // s) + 1
-                    if ceil and (o - 1) * s >= size + pb:
-                        o -= 1  # the last window would start in the end padding
-            if o is not None and o < 1:
+                room = de.sub(de.add(size, pb + pe), span)
+                o = de.add((de.ceildiv if ceil else de.floordiv)(room, s), 1)
+                if ceil:  # a last window that would start in the end padding is dropped
+                    o = de.minimum(o, de.add(de.floordiv(de.add(size, pb - 1), s), 1))
+            if isinstance(o, int) and o < 1:
                 raise PirError(f"{self.name}: spatial axis {i} of size {size} is too small for "
                                f"a window of {span} with pads ({pb}, {pe})")
             begin.append(pb)
@@ -249,22 +251,20 @@ class ConvTranspose(AutoPadWindowOp):
             if self.output_shape else None
         begin, end, out = [], [], []
         for i in range(n):
-            size, k = _known(spatial[i]), _known(kernel[i])
-            s, d = strides[i], dilations[i]
-            full = None  # the size of the uncropped result
-            if size is not None and k is not None:
-                full = s * (size - 1) + out_pad[i] + (k - 1) * d + 1
+            size, k, s, d = spatial[i], kernel[i], strides[i], dilations[i]
+            # the size of the uncropped result
+            full = de.add(de.mul(s, de.sub(size, 1)), out_pad[i] + 1)
+            full = de.add(full, de.mul(de.sub(k, 1), d))
             if out_shape is not None or self.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-                o = out_shape[i] if out_shape is not None else (
-                    None if size is None else size * s)
-                total = None if full is None or o is None else full - o
-                pb = None if total is None else (
-                    total // 2 if self.auto_pad == "SAME_UPPER" else total - total // 2)
-                pe = None if total is None else total - pb
+                o = out_shape[i] if out_shape is not None else de.mul(size, s)
+                total = de.sub(full, o)
+                half = de.floordiv(total, 2)
+                pb = half if self.auto_pad == "SAME_UPPER" else de.sub(total, half)
+                pe = de.sub(total, pb)
             else:
                 pb, pe = (0, 0) if self.auto_pad == "VALID" else (pads[i], pads[i + n])
-                o = None if full is None else full - pb - pe
-            if o is not None and o < 1:
+                o = de.sub(full, pb + pe)
+            if isinstance(o, int) and o < 1:
                 raise PirError(f"{self.name}: spatial axis {i} would have output size {o}")
             begin.append(pb)
             end.append(pe)

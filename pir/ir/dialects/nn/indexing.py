@@ -7,6 +7,7 @@ The scatter ops are functional: they return an updated copy of ``data``.
 from __future__ import annotations
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import INT, INTS, STR
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.shape import shape_value
@@ -239,8 +240,7 @@ def unpooled_shape(op: MaxUnpool, x_shape: tuple) -> tuple:
                        f"kernel_shape {list(k)}")
     out = list(x_shape[:2])
     for a, d in enumerate(x_shape[2:]):
-        out.append((d - 1) * strides[a] - pads[a] - pads[a + len(k)] + k[a]
-                   if isinstance(d, int) else None)
+        out.append(de.add(de.mul(de.sub(d, 1), strides[a]), k[a] - pads[a] - pads[a + len(k)]))
     return tuple(out)
 
 

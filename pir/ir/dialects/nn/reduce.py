@@ -12,6 +12,7 @@ from __future__ import annotations
 from pir.errors import PirError
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.base import NUMERIC
+from pir.ir.dialects.nn.symbolic import shape_value
 from pir.ir.opdef import Pure, Reduction, attr, operand, result
 from pir.ir.attributes import BOOL, INT
 from pir.ir.typerules import const_value, normalize_axis, reduce_shape, tensor
@@ -218,5 +219,8 @@ class TopK(Operation):
             dim = t.shape[axis]
             if size < 0 or (isinstance(dim, int) and size > dim):
                 raise PirError(f"k = {size} is out of range for a dim of size {dim}")
+        else:  # k read from a shape (exporters clamp it: min(S, k))
+            computed = shape_value(self.k)
+            size = computed[0] if computed is not None and len(computed) == 1 else None
         shape = t.shape[:axis] + (size,) + t.shape[axis + 1:]
         return [TensorType(t.dtype, shape), TensorType(DType.I64, shape)]

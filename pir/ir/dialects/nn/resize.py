@@ -4,10 +4,12 @@ op NonMaxSuppression."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import BOOL, FLOAT, INT, INTS, STR
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.base import FLOATS
@@ -18,7 +20,7 @@ from pir.ir.typerules import const_value, normalize_axis, tensor
 from pir.ir.types import DType, TensorType
 
 __all__ = ["Resize", "GridSample", "AffineGrid", "RoiAlign", "NonMaxSuppression",
-           "resize_plan"]
+           "resize_plan", "scaled_dim"]
 
 RESIZE_MODES = ("nearest", "linear", "cubic")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -50,7 +52,7 @@ def resize_plan(in_shape: tuple, scales, sizes, axes: tuple[int, ...] | None,
             raise PirError(f"scales must be positive, got {scales.tolist()}")
         for a, s in zip(axes, scales):
             d = in_shape[a]
-            out[a] = int(math.floor(d * s)) if isinstance(d, int) else (d if s == 1 else None)
+            out[a] = int(math.floor(d * s)) if isinstance(d, int) else scaled_dim(d, float(s))
             scale_of[a] = float(s)
         return out, scale_of
     if sizes is None or not len(sizes):
@@ -73,6 +75,20 @@ def resize_plan(in_shape: tuple, scales, sizes, axes: tuple[int, ...] | None,
         out[a] = int(common * in_shape[a] + 0.5)
         scale_of[a] = common
     return out, scale_of
+
+
+def scaled_dim(d, scale: float):
+    """floor(d * scale) for a symbolic dim and a scale that is a fraction p/q with a small q,
+    or lies just above one (as f32 spells 1/3): ``(p*H) floordiv q`` (``2*H``,
+    ``H floordiv 2``, ``(3*H) floordiv 2``), which equals the floor for any H below 2**20;
+    else None."""
+    if d is None or not math.isfinite(scale):
+        return None
+    frac = Fraction(scale).limit_denominator(64)
+    p, q = frac.numerator, frac.denominator
+    if not 0 <= scale - p / q < 2.0**-20 / q:
+        return None
+    return de.floordiv(de.mul(d, p), q)
 
 
 class Resize(Operation):

@@ -11,13 +11,14 @@ import math
 import numpy as np
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import BOOL, DTYPE, INT, TENSOR
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.base import NUMERIC
 from pir.ir.dialects.nn.symbolic import I64, shape_operand, shape_slice, shape_value
 from pir.ir.opdef import Pure, attr, operand, result
 from pir.ir.typerules import const_value, normalize_axis, tensor
-from pir.ir.types import DType, TensorType
+from pir.ir.types import Dim, DType, TensorType
 
 # -- shape queries ---------------------------------------------------------------------------
 
@@ -103,16 +104,29 @@ class Range(Operation):
             raise PirError("start, limit and delta must have one element type")
         vals = [const_value(v) for v in (self.start, self.limit, self.delta)]
         n = None
-        limit = shape_value(self.limit) if ts[1].dtype.is_int else None
-        if limit is not None and len(limit) == 1 and isinstance(limit[0], str) and \
-                vals[0] is not None and vals[2] is not None and vals[0] == 0 and vals[2] == 1:
-            n = limit[0]  # range(0, S, 1) has S elements: position ids of a sequence
-        elif all(x is not None for x in vals):
+        if all(x is not None for x in vals):
             start, limit, delta = (float(x) for x in vals)
             if delta == 0:
                 raise PirError("delta must not be zero")
             n = max(math.ceil((limit - start) / delta), 0)
+        elif ts[0].dtype.is_int:
+            n = _range_length(*(shape_value(v) for v in (self.start, self.limit, self.delta)))
         return [TensorType(ts[0].dtype, (n,))]
+
+
+def _range_length(start, limit, delta) -> Dim:
+    """max(ceil((limit - start) / delta), 0) for integer bounds read from shapes
+    (``range(0, S, 1)`` has ``S`` elements: position ids of a sequence); the step must be a
+    constant.  The clamp at 0 is left out where the length is known to be >= 0."""
+    if any(v is None or len(v) != 1 for v in (start, limit, delta)):
+        return None
+    (start,), (limit,), (delta,) = start, limit, delta
+    if not isinstance(delta, int) or delta == 0:
+        if delta == 0:
+            raise PirError("delta must not be zero")
+        return None
+    span = de.sub(limit, start) if delta > 0 else de.sub(start, limit)
+    return de.maximum(de.ceildiv(span, abs(delta)), 0)
 
 
 class EyeLike(Operation):
@@ -168,7 +182,10 @@ class OneHot(Operation):
             raise PirError(f"values must be a vector of two elements, got {tv}")
         depth = const_value(self.depth)
         n = None if depth is None else int(depth.reshape(-1)[0])
-        if n is not None and n < 1:
+        if depth is None and tensor(self.depth).dtype.is_int:
+            computed = shape_value(self.depth)  # a depth read from a shape
+            n = computed[0] if computed is not None and len(computed) == 1 else None
+        if isinstance(n, int) and n < 1:
             raise PirError(f"depth must be positive, got {n}")
         if ti.shape is None:
             return [TensorType(tv.dtype, None)]

@@ -7,12 +7,14 @@ real signal has a trailing axis of 1.
 from __future__ import annotations
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import BOOL, DTYPE
 from pir.ir.core import Operation, Value
 from pir.ir.dialects.nn.base import FLOATS, INTS, NUMERIC
+from pir.ir.dialects.nn.symbolic import shape_value
 from pir.ir.opdef import Pure, attr, operand, result
 from pir.ir.typerules import const_value, tensor
-from pir.ir.types import DType, TensorType
+from pir.ir.types import Dim, DType, TensorType
 
 __all__ = ["DFT", "STFT", "HannWindow", "HammingWindow", "BlackmanWindow", "MelWeightMatrix",
            "dft_axis"]
@@ -70,13 +72,11 @@ class DFT(Operation):
         axis = -2 if self.axis is None else _scalar(self.axis)
         return None if axis is None else dft_axis(axis, rank)
 
-    def length(self, size) -> int | None:
-        """dft_length, or its default for an axis of ``size``."""
+    def length(self, size) -> Dim:
+        """dft_length, or its default for an axis of ``size`` (symbolic: ``2*N - 2``)."""
         if self.dft_length is not None:
             return _scalar(self.dft_length)
-        if not isinstance(size, int):
-            return None
-        return 2 * (size - 1) if self.inverse and self.onesided else size
+        return de.mul(2, de.sub(size, 1)) if self.inverse and self.onesided else size
 
     def infer(self):
         t = tensor(self.input)
@@ -89,8 +89,8 @@ class DFT(Operation):
         if axis is None:  # the transformed axis is not known: every signal dim may change
             return [t.with_shape([None] * (len(dims) - 1) + [last])]
         n = self.length(t.shape[axis])
-        if n is not None and self.onesided and not self.inverse:
-            n = n // 2 + 1
+        if self.onesided and not self.inverse:
+            n = de.add(de.floordiv(n, 2), 1)
         dims[axis] = n
         return [t.with_shape(dims)]
 
@@ -115,13 +115,13 @@ class STFT(Operation):
     onesided = attr(BOOL, True)
     output = result()
 
-    def frame_size(self, signal_length) -> int | None:
+    def frame_size(self, signal_length) -> Dim:
         if self.frame_length is not None:
             return _scalar(self.frame_length)
         if self.window is not None:
             shape = tensor(self.window).shape
-            return None if shape is None or not isinstance(shape[0], int) else shape[0]
-        return signal_length if isinstance(signal_length, int) else None
+            return None if shape is None else shape[0]
+        return signal_length
 
     def infer(self):
         t = tensor(self.signal)
@@ -130,11 +130,10 @@ class STFT(Operation):
         _complex_dim(t, "signal")
         batch, length = (None, None) if t.shape is None else t.shape[:2]
         size, step = self.frame_size(length), _scalar(self.frame_step)
-        frames = bins = None
-        if isinstance(length, int) and size is not None and step:
-            frames = (length - size) // step + 1
-        if size is not None:
-            bins = size // 2 + 1 if self.onesided else size
+        frames = None
+        if step:
+            frames = de.add(de.floordiv(de.sub(length, size), step), 1)
+        bins = de.add(de.floordiv(size, 2), 1) if self.onesided else size
         return [TensorType(t.dtype, (batch, frames, bins, 2))]
 
     def verify_(self):
@@ -165,7 +164,11 @@ class _Window(Operation):
 
     def infer(self):
         _check_scalar(self.size, "size")
-        return [TensorType(self.output_datatype, (_scalar(self.size),))]
+        n = _scalar(self.size)
+        if n is None:  # a size read from a shape
+            computed = shape_value(self.size)
+            n = computed[0] if computed is not None and len(computed) == 1 else None
+        return [TensorType(self.output_datatype, (n,))]
 
 
 class HannWindow(_Window):

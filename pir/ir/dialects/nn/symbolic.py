@@ -1,27 +1,35 @@
 """Symbolic shape arithmetic for the type rules of the shape and data-movement ops.
 
-Dims are ints, symbols (``"B"``) or ``None`` (unknown).  :func:`shape_value` reads the value
-of a small integer tensor as a tuple of such dims by looking through the ops that exported
-models use to compute shapes (``Shape -> Gather -> Unsqueeze -> Concat -> Reshape``, with
-``Equal``/``Where`` to replace -1s), so that a reshape or expand to a computed shape keeps
-its symbolic dims.  Ops of other families are recognised by name; an op without a rule here
-just makes its elements unknown.
+Dims are ints, symbols (``"B"``), expressions (:class:`~pir.ir.dimexpr.DimExpr`: ``2*H``,
+``(H - 1) floordiv 2 + 1``) or ``None`` (unknown), and all arithmetic on them goes through
+:mod:`pir.ir.dimexpr`.  :func:`shape_value` reads the value of a small integer tensor as a
+tuple of such dims by looking through the ops that exported models use to compute shapes
+(``Shape -> Gather -> Mul/Add/Div -> Unsqueeze -> Concat -> Reshape``, with ``Equal``/
+``Where`` to replace -1s), so that a reshape or expand to a computed shape keeps its symbolic
+dims.  Ops of other families are recognised by name; an op without a rule here just makes
+its elements unknown.
+
+Two assumptions make the rules useful on symbolic dims (docs/decisions.md): integer shape
+arithmetic works on sizes, so a symbolic numerator of ``Div`` is non-negative (truncation is
+``floordiv``) and a computed slice bound such as ``H - 1`` is a position; and a slice's
+start (and a negative end) lies within a symbolic dim, while a positive end may run past it
+and is clamped with ``min`` (``x[1:]`` of ``H`` is ``H - 1``, ``x[:4]`` is ``min(H, 4)``).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from typing import Sequence
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.core import Operation, Value
 from pir.ir.typerules import MAX_RANK, const_value, normalize_axis, tensor
 from pir.ir.types import Dim, DType
 
 __all__ = ["I64", "INDEX", "const_ints", "static_length", "dim_product", "infer_dim",
            "shape_value", "shape_operand", "shape_slice", "add_dim", "unify_dims",
-           "unique_axes", "split_sizes", "slice_dim", "divide_dim"]
+           "unique_axes", "split_sizes", "slice_dim", "slice_start", "divide_dim",
+           "known_nonneg", "INDEX_END"]
 
 I64 = frozenset({DType.I64})
 INDEX = frozenset({DType.I32, DType.I64})
@@ -36,37 +44,40 @@ def const_ints(v: Value | None) -> list[int] | None:
 
 
 def dim_product(dims: Sequence[Dim]) -> Dim:
-    """The product of dims: an int when all are static, the symbol when one symbol is
-    multiplied by ones, else unknown (``None``)."""
-    ints = [d for d in dims if isinstance(d, int)]
-    rest = [d for d in dims if not isinstance(d, int)]
-    n = math.prod(ints)
-    if n == 0:
+    """The product of dims (``B*S`` for ``(B, S)``); 0 when one is 0, else unknown when one
+    is unknown."""
+    if any(d == 0 for d in dims):
         return 0
-    if not rest:
-        return n
-    if len(rest) == 1 and rest[0] is not None and n == 1:
-        return rest[0]
-    return None
+    return de.product(dims)
+
+
+def known_nonneg(d: Dim) -> bool:
+    """True when ``d`` is known to be >= 0 (a symbol is a size, so never negative)."""
+    return d is not None and de.maximum(d, 0) == d
 
 
 def infer_dim(total: Sequence[Dim], known: Sequence[Dim]) -> Dim:
-    """The dim ``d`` with ``prod(known) * d == prod(total)`` (a reshape's -1), cancelling
-    symbols: ``(B, S, 768)`` reshaped to ``(B, -1, 768)`` gives ``S``."""
+    """The dim ``d`` with ``prod(known) * d == prod(total)`` (a reshape's -1), by exact
+    polynomial division after cancelling the factors both sides share: ``(B, S, 768)``
+    reshaped to ``(B, -1, 768)`` gives ``S``, ``(B, H+1, 4)`` to ``(H+1, 2, -1)`` gives
+    ``2*B``, ``(B, S)`` to ``(B, 2, -1)`` gives ``S floordiv 2``; None when a symbolic
+    divisor leaves a remainder, a static count is not divisible, or a dim is unknown."""
     if any(d is None for d in total) or any(d is None for d in known):
         return None
-    left = Counter(d for d in total if isinstance(d, str))
-    right = Counter(d for d in known if isinstance(d, str))
-    if right - left:
-        return None  # a symbol of the target that the input lacks
-    syms = list((left - right).elements())
-    num = math.prod(d for d in total if isinstance(d, int))
-    den = math.prod(d for d in known if isinstance(d, int))
-    if den == 0 or num % den:
+    left, right = list(total), []
+    for d in known:
+        if not isinstance(d, int) and d in left:
+            left.remove(d)  # a factor of both sides cancels, whatever its form
+        else:
+            right.append(d)
+    num, den = de.product(left), de.product(right)
+    if den == 0:
         return None
-    if not syms:
-        return num // den
-    return syms[0] if len(syms) == 1 and num == den else None
+    q = de.exact_div(num, den)
+    if q is None and isinstance(den, int) and den > 0 and not isinstance(num, int):
+        # the reshape is only valid when den divides the count, so the floor is exact
+        q = de.floordiv(num, den)
+    return q
 
 
 def static_length(v: Value) -> int | None:
@@ -79,22 +90,52 @@ def static_length(v: Value) -> int | None:
     return shape[0] if isinstance(shape[0], int) else None
 
 
-def _binary(name: str, a: Dim, b: Dim) -> Dim:
+def _trunc_div(a: Dim, b: Dim) -> Dim:
+    """Integer ``Div``, which truncates toward zero.  An exact quotient is exact whatever
+    the signs; by a positive constant, a symbolic numerator is taken to be a size (>= 0),
+    so truncation is floordiv (``(H - 1) / 2`` is ``(H - 1) floordiv 2``)."""
     if isinstance(a, int) and isinstance(b, int):
-        if name == "nn.add":
-            return a + b
-        if name == "nn.sub":
-            return a - b
-        if name == "nn.mul":
-            return a * b
-        return int(a / b) if b else None  # nn.div truncates toward zero
-    if name == "nn.mul" and (a == 1 or b == 1):
-        return b if a == 1 else a
-    if name in ("nn.add", "nn.sub") and b == 0:
-        return a
-    if name == "nn.add" and a == 0:
-        return b
+        if b == 0:
+            return None
+        q = abs(a) // abs(b)
+        return q if (a >= 0) == (b > 0) else -q
+    q = de.exact_div(a, b)
+    if q is not None:
+        return q
+    if isinstance(b, int) and b > 0:
+        return de.floordiv(a, b)
     return None
+
+
+def _mod(a: Dim, b: Dim, fmod: bool) -> Dim:
+    """Integer ``Mod`` by a positive constant: the sign of b, or with fmod the sign of a
+    (the same for a numerator known to be >= 0)."""
+    if isinstance(a, int) and isinstance(b, int):
+        if b == 0:
+            return None
+        if fmod:
+            r = abs(a) % abs(b)
+            return r if a >= 0 else -r
+        return a % b
+    if not (isinstance(b, int) and b > 0) or (fmod and not known_nonneg(a)):
+        return None
+    return de.mod(a, b)
+
+
+_ARITH = {
+    "nn.add": de.add,
+    "nn.sub": de.sub,
+    "nn.mul": de.mul,
+    "nn.div": _trunc_div,
+    "nn.max": de.maximum,
+    "nn.min": de.minimum,
+}
+
+
+def _binary(op: Operation, a: Dim, b: Dim) -> Dim:
+    if op.name == "nn.mod":
+        return _mod(a, b, bool(op.attributes.get("fmod", False)))
+    return _ARITH[op.name](a, b)
 
 
 def shape_value(v: Value | None, depth: int = 0) -> tuple[Dim, ...] | None:
@@ -170,17 +211,36 @@ def _broadcast(*parts: tuple[Dim, ...] | None) -> list[tuple[Dim, ...]] | None:
 
 def _sv_binary(op: Operation, depth: int) -> tuple[Dim, ...] | None:
     parts = _broadcast(*(shape_value(x, depth) for x in op.operands[:2]))
-    return None if parts is None else tuple(_binary(op.name, x, y) for x, y in zip(*parts))
+    return None if parts is None else tuple(_binary(op, x, y) for x, y in zip(*parts))
+
+
+def _sv_variadic(op: Operation, depth: int) -> tuple[Dim, ...] | None:
+    """nn.max / nn.min of one or more operands (exporters clamp sizes with them)."""
+    parts = _broadcast(*(shape_value(x, depth) for x in op.operands))
+    if not parts:
+        return None
+    fn = _ARITH[op.name]
+    return tuple(fn(*col) for col in zip(*parts))
+
+
+def _sv_neg(op: Operation, depth: int) -> tuple[Dim, ...] | None:
+    data = shape_value(op.operands[0], depth)
+    return None if data is None else tuple(de.neg(d) for d in data)
+
+
+def _sv_size(op: Operation, depth: int) -> tuple[Dim, ...] | None:
+    shape = tensor(op.operands[0]).shape
+    return None if shape is None else (dim_product(shape),)
 
 
 def _equal(a: Dim, b: Dim) -> Dim:
-    if isinstance(a, int) and isinstance(b, int):
-        return int(a == b)
-    if isinstance(a, str) and a == b:
-        return 1
-    # A symbol is a dim, never negative: exporters compare shapes with -1 this way.
-    if (isinstance(a, str) and isinstance(b, int) and b < 0) or \
-            (isinstance(b, str) and isinstance(a, int) and a < 0):
+    diff = de.sub(a, b)
+    if diff is None:
+        return None
+    if isinstance(diff, int):
+        return int(diff == 0)
+    # A dim is never negative: exporters compare shapes with -1 this way (S + 1 >= 1).
+    if known_nonneg(de.sub(diff, 1)) or known_nonneg(de.sub(de.neg(diff), 1)):
         return 0
     return None
 
@@ -212,6 +272,12 @@ _SHAPE_VALUE_RULES = {
     "nn.sub": _sv_binary,
     "nn.mul": _sv_binary,
     "nn.div": _sv_binary,
+    "nn.mod": _sv_binary,
+    "nn.max": _sv_variadic,
+    "nn.min": _sv_variadic,
+    "nn.neg": _sv_neg,
+    "nn.identity": _sv_same,
+    "nn.size": _sv_size,
     "nn.equal": _sv_equal,
     "nn.where": _sv_where,
 }
@@ -241,13 +307,12 @@ def shape_operand(v: Value, what: str, allow_negative: bool = False) -> tuple[Di
     return dims
 
 
-def add_dim(d: Dim, n: int) -> Dim:
-    """d + n for a pad or crop: exact for ints, the symbol itself when n is 0."""
-    if isinstance(d, int):
-        if d + n < 0:
-            raise PirError(f"a dim of {d} cannot shrink by {-n}")
-        return d + n
-    return d if n == 0 else None
+def add_dim(d: Dim, n: Dim) -> Dim:
+    """d + n for a pad or crop (``H + 2``); an error when a static dim would shrink below 0."""
+    out = de.add(d, n)
+    if isinstance(out, int) and out < 0:
+        raise PirError(f"a dim of {d} cannot shrink by {de.neg(n)}")
+    return out
 
 
 def unify_dims(dims: list[Dim], what: str) -> Dim:
@@ -268,38 +333,135 @@ def unique_axes(axes: list[int], rank: int) -> list[int]:
     return out
 
 
-def split_sizes(dim: Dim, split: list[int] | None, num_outputs: int | None) -> list[Dim]:
-    """The sizes of a split's pieces: given, or num_outputs pieces of ceil(dim / n) with a
-    smaller last one."""
+def split_sizes(dim: Dim, split: Sequence[Dim] | None, num_outputs: int | None) -> list[Dim]:
+    """The sizes of a split's pieces: given (maybe computed from shapes), or num_outputs
+    pieces of ceil(dim / n) with a smaller last one (``H floordiv n`` each when ``n``
+    divides the dim, as in ``2*H`` cut in 2)."""
     if split is not None:
-        if any(s < 0 for s in split):
-            raise PirError(f"split {split} has a negative size")
-        if isinstance(dim, int) and sum(split) != dim:
-            raise PirError(f"split {split} does not add up to the dim {dim}")
+        if any(isinstance(s, int) and s < 0 for s in split):
+            raise PirError(f"split {list(split)} has a negative size")
+        diff = de.sub(_sum(split), dim)
+        if isinstance(diff, int) and diff != 0:
+            raise PirError(f"split {list(split)} does not add up to the dim {dim}")
         return list(split)
     if not num_outputs or num_outputs < 1:
         raise PirError("needs split sizes or num_outputs")
-    if not isinstance(dim, int):
+    if dim is None:
         return [None] * num_outputs
-    chunk = -(-dim // num_outputs)
-    sizes = [min(chunk, max(dim - chunk * i, 0)) for i in range(num_outputs)]
-    return sizes
+    if isinstance(dim, int):
+        chunk = -(-dim // num_outputs)
+        return [min(chunk, max(dim - chunk * i, 0)) for i in range(num_outputs)]
+    even = de.exact_div(dim, num_outputs)
+    if even is not None:
+        return [even] * num_outputs
+    chunk = de.ceildiv(dim, num_outputs)
+    if num_outputs == 2:
+        return [chunk, de.floordiv(dim, 2)]
+    # min(chunk, max(dim - chunk*i, 0)), as for a static dim: the first piece is a whole
+    # chunk (ceil(d/n) <= d), the last one what the others leave (never more than a chunk)
+    last = num_outputs - 1
+    return [chunk] + [de.minimum(chunk, de.maximum(de.sub(dim, de.mul(chunk, i)), 0))
+                      for i in range(1, last)] + \
+        [de.maximum(de.sub(dim, de.mul(chunk, last)), 0)]
+
+
+def _sum(dims: Sequence[Dim]) -> Dim:
+    total: Dim = 0
+    for d in dims:
+        total = de.add(total, d)
+    return total
+
+
+#: An end at or past this (``INT_MAX``, ``INT64_MAX``) means "to the end" in exported slices;
+#: its negative, "to the start" of a reversed slice.
+INDEX_END = 2**31 - 1
+
+
+#: A constant slice end this large means "to the end" on a symbolic dim: exporters write
+#: 1e9 (tf2onnx), 2**31 - 1 or 2**63 - 1 for it, and no dim of a real tensor reaches 1e9.
+_HUGE_END = 10**9
 
 
 def slice_dim(dim: Dim, start: Dim, end: Dim, step: int) -> Dim:
-    """The length of dim[start:end:step]; ONNX clamps like Python's slices do."""
+    """The length of dim[start:end:step]; ONNX clamps like Python's slices do.
+
+    On a static dim with static bounds it is exact.  Otherwise the bounds are placed on the
+    dim symbolically, taking the bound a slice starts from, and a computed bound it runs to,
+    to lie within the dim, and clamping a constant one it runs to with ``min`` where it may
+    lie past the dim: ``H[1:]`` is ``H - 1``, ``H[-3:]`` is 3, ``H[:-1]`` is ``H - 1``,
+    ``H[:4]`` is ``min(H, 4)``, ``64[:S]`` is ``S``, ``H[:10**9]`` is ``H``,
+    ``H[::2]`` is ``H ceildiv 2``, ``H[::-1]`` is ``H``.  A computed bound whose sign is not
+    known (it may count from the end) gives None."""
     if isinstance(dim, int) and isinstance(start, int) and isinstance(end, int):
         return len(range(*slice(start, end, step).indices(dim)))
-    whole = end == dim or (isinstance(end, int) and end >= 2**31 - 1)
-    if start == 0 and step == 1 and whole:
-        return dim  # all of a dim, even a symbolic one
-    return None
+    if dim is None or start is None or end is None or step == 0:
+        return None
+    if step > 0:  # positions in [0, dim]: from start up to end
+        lo, hi = _position(dim, start, False, False), _position(dim, end, True, False)
+    else:  # positions in [-1, dim - 1]: from start down to end
+        lo, hi = _position(dim, end, False, True), _position(dim, start, True, True)
+    if lo is None or hi is None:
+        return None
+    # hi - lo, with the subtraction taken into a clamp: min(i, top) - lo = min(i - lo, top - lo)
+    parts = [de.sub(h, lo) for h in hi]
+    if any(isinstance(p, int) and p <= 0 for p in parts):
+        return 0
+    length = de.ceildiv(de.minimum(*parts) if len(parts) > 1 else parts[0], abs(step))
+    return max(length, 0) if isinstance(length, int) else length
+
+
+def slice_start(dim: Dim, start: Dim, step: int) -> Dim:
+    """The position of the first element of dim[start::step], under :func:`slice_dim`'s
+    assumptions (``H - 3`` for a start of -3; ``min(4, H - 1)`` for a reversed slice from
+    4); None when it is not known."""
+    if step == 0:
+        return None
+    pos = _position(dim, start, step < 0, step < 0)
+    if step > 0 or pos is None:
+        return pos
+    return de.minimum(*pos) if len(pos) > 1 else pos[0]
+
+
+def _position(dim: Dim, i: Dim, may_pass: bool, reverse: bool):
+    """Slice bound ``i`` as a position in ``dim``, clamped into [0, dim] (a forward slice)
+    or [-1, dim - 1] (a reversed one); see :func:`slice_dim` for what is assumed of a
+    symbolic dim.  A bound that ``may_pass`` the dim's top is a list of the positions whose
+    minimum it is (``[i, top]`` when it may lie past the top, else ``[i]``)."""
+    bottom, top = (-1, de.sub(dim, 1)) if reverse else (0, dim)
+    if isinstance(i, int) and (i >= INDEX_END or (i >= _HUGE_END and not isinstance(dim, int))) \
+            or i == dim:
+        pos = top
+    elif isinstance(i, int) and i <= -INDEX_END:
+        pos = bottom
+    elif isinstance(i, int) and i < 0:
+        pos = de.add(dim, i)  # counts from the end
+    elif known_nonneg(i) or known_nonneg(de.sub(i, _constant_term(i))):
+        pos = i  # S, or H - 1: shape arithmetic works on sizes (see the module doc)
+        if may_pass and not isinstance(i, int):
+            # a computed end (x[:, :seq] of a [1, 64] table) is taken to lie within the
+            # dim, as ONNX's data propagation and ONNX Runtime take it: a clamp min(seq, 64)
+            # would make the value unequal to everything it is added to
+            return [i]
+        if may_pass and not (isinstance(i, int) and isinstance(top, int)):
+            low = de.minimum(i, top)
+            return [low] if low in (i, top) else [i, top]
+    else:
+        return None  # computed, of unknown sign: it may count from the end
+    if isinstance(pos, int) and isinstance(top, int):
+        pos = min(max(pos, bottom), top)
+    return [pos] if may_pass else pos
+
+
+def _constant_term(d: Dim) -> int:
+    if isinstance(d, int):
+        return d
+    return dict(d.terms).get((), 0) if isinstance(d, de.DimExpr) else 0
 
 
 def divide_dim(d: Dim, n: int, what: str) -> Dim:
-    """d / n for a dim that must divide evenly."""
-    if not isinstance(d, int):
-        return d if n == 1 else None
-    if d % n:
-        raise PirError(f"{what} {d} is not divisible by {n}")
-    return d // n
+    """d / n for a dim that must divide evenly (``C floordiv 4`` for a symbolic one)."""
+    if isinstance(d, int):
+        if d % n:
+            raise PirError(f"{what} {d} is not divisible by {n}")
+        return d // n
+    return de.floordiv(d, n)

@@ -2,9 +2,10 @@
 expand, tile, pad, center_crop_pad, depth_to_space/space_to_depth, reverse_sequence, col2im.
 
 The type rules keep symbolic dims wherever the op only moves them (a transpose of
-``BxSx768`` is ``768xSxB``) and read shape operands through
-:func:`~pir.ir.dialects.nn.symbolic.shape_value`, so that shapes computed in the graph from
-``nn.shape`` keep their symbols too.
+``BxSx768`` is ``768xSxB``), compute the dims it changes as expressions (a concat of
+``NxH`` and ``Nx(2*H)`` is ``Nx(3*H)``, a pad by 1 on each side ``(H + 2)``), and read shape
+operands through :func:`~pir.ir.dialects.nn.symbolic.shape_value`, so that shapes computed
+in the graph from ``nn.shape`` keep their symbols too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import BOOL, INT, INTS, STR
 from pir.ir.core import Operation
 from pir.ir.dialects.nn.symbolic import (
@@ -199,10 +201,13 @@ class Concat(Operation):
             col = [s[i] for s in shapes]
             if i != axis:
                 dims.append(unify_dims(col, f"dim {i} of the inputs"))
-            elif len(shapes) < len(ts) or not all(isinstance(d, int) for d in col):
-                dims.append(col[0] if len(ts) == 1 else None)
+            elif len(shapes) < len(ts):
+                dims.append(None)  # an unranked input: its share is not known
             else:
-                dims.append(sum(col))
+                total: Dim = 0
+                for d in col:
+                    total = de.add(total, d)
+                dims.append(total)
         return [ts[0].with_shape(dims)]
 
 
@@ -220,7 +225,7 @@ class Split(Operation):
 
     def infer(self):
         t = tensor(self.input)
-        split = const_ints(self.split)
+        split = shape_value(self.split) if self.split is not None else None  # maybe computed
         if self.split is None:
             count = self.num_outputs
         else:
@@ -347,7 +352,7 @@ class Pad(Operation):
         if t.shape is None:
             return [t]
         rank = len(t.shape)
-        pads = const_ints(self.pads)
+        pads = shape_value(self.pads)  # constant, or computed from shapes
         axes = const_ints(self.axes) if self.axes is not None else list(range(rank))
         if pads is None or axes is None:
             return [t.with_shape((None,) * rank)]
@@ -357,7 +362,7 @@ class Pad(Operation):
                            f"{2 * len(axes)}")
         dims = list(t.shape)
         for k, a in enumerate(axes):
-            dims[a] = add_dim(dims[a], pads[k] + pads[k + len(axes)])
+            dims[a] = add_dim(dims[a], de.add(pads[k], pads[k + len(axes)]))
         return [t.with_shape(dims)]
 
 

@@ -5,8 +5,9 @@ type promotion.  Their type rules raise :class:`PirError` (without the op name: 
 and :meth:`PrimOp.build` put the op and its location in front) on anything malformed.
 
 Dims compare strictly: two static dims must be equal, two symbols must have the same name, and
-a static dim never matches a symbol (``B`` is not known to be 4).  An unknown dim (``None``)
-matches anything; the merged dim keeps whatever is known.
+a static dim never matches a symbol (``B`` is not known to be 4), and expressions compare by
+their canonical form (``2*(H + 1)`` is ``2*H + 2``).  An unknown dim (``None``) matches
+anything; the merged dim keeps whatever is known.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Iterable, Sequence
 
 from pir.errors import PirError
 from pir.ir.core import Operation, Value
+from pir.ir.dimexpr import DimExpr, dim_text
 from pir.ir.types import Dim, DType, TensorType
 from pir.ir.verifier import verify_op
 
@@ -49,7 +51,8 @@ def show(shape: Sequence[Dim] | None) -> str:
     """A shape as the IR prints it inside tensor<...>: [Bx4], [?x3], [] for a scalar."""
     if shape is None:
         return "[*]"
-    return "[" + "x".join("?" if d is None else str(d) for d in shape) + "]"
+    return "[" + "x".join("?" if d is None else dim_text(d) if isinstance(d, DimExpr) else str(d)
+                          for d in shape) + "]"
 
 
 class PrimOp(Operation):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import INT, INTS
 from pir.ir.dialects.prim.base import NUMERIC, PrimOp, check_axes, merge_dim, same_dtype
 from pir.ir.opdef import Pure, attr, operand, result
@@ -68,8 +69,13 @@ def _pair(ls, rs, a: int, b: int, what: str) -> Dim:
 def conv_out_dim(size: Dim, k: Dim, stride: int, low: int, high: int, lhs_dil: int,
                  rhs_dil: int) -> Dim:
     """One spatial result dim: floor((dilated padded input - dilated kernel) / stride) + 1."""
-    if not (isinstance(size, int) and isinstance(k, int)):
+    if size is None or k is None:
         return None
+    if not (isinstance(size, int) and isinstance(k, int)):  # a symbolic size: its expression
+        # ((size - 1) * lhs_dil + 1 is size itself when lhs_dil is 1, and no input is empty)
+        padded = de.add(de.mul(de.sub(size, 1), lhs_dil), 1 + low + high)
+        window = de.add(de.mul(de.sub(k, 1), rhs_dil), 1)
+        return de.add(de.floordiv(de.sub(padded, window), stride), 1)
     padded = (size - 1) * lhs_dil + 1 + low + high if size else low + high
     window = (k - 1) * rhs_dil + 1 if k else 0
     if padded < window:

@@ -3,7 +3,8 @@
 ``broadcast_in_dim`` and ``reshape`` take their result shape from the declared result type
 (build them with ``result_types=[...]``), since a result dim may be a symbol (``B``) that no
 attribute can hold; their type rules check the declared type against the operand.  The others
-compute their result type from static integer attributes.
+compute their result type from static integer attributes, symbolic dims included: a pad of
+``H`` by 1 on each side is ``H + 2``, a concat of ``H`` and ``2*H`` is ``3*H``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from math import prod
 
 from pir.errors import PirError
+from pir.ir import dimexpr as de
 from pir.ir.attributes import INT, INTS
 from pir.ir.dialects.prim.base import (
     ANY,
@@ -81,8 +83,8 @@ class ReshapeOp(DeclaredResultOp):
 def _check_same_count(src: tuple[Dim, ...], dst: tuple[Dim, ...]) -> None:
     """Raise when src and dst provably hold different numbers of elements."""
     left, right = list(src), list(dst)
-    for d in list(left):  # symbols on both sides cancel
-        if isinstance(d, str) and d in right:
+    for d in list(left):  # symbols and expressions on both sides cancel
+        if d is not None and not isinstance(d, int) and d in right:
             left.remove(d)
             right.remove(d)
     if all(isinstance(d, int) for d in left + right) and prod(left) != prod(right):
@@ -180,8 +182,9 @@ class PadOp(PrimOp):
                            f"{len(t.shape)}")
         shape: list[Dim] = []
         for a, (d, lo, hi, mid) in enumerate(zip(t.shape, low, high, interior)):
-            if not isinstance(d, int):  # a symbolic dim survives only an empty padding
-                shape.append(d if lo == hi == mid == 0 else None)
+            if not isinstance(d, int):  # lo + d + (d - 1) * mid + hi, d - 1 clamped at 0
+                gaps = de.mul(de.maximum(de.sub(d, 1), 0), mid) if mid else 0
+                shape.append(de.add(de.add(d, lo + hi), gaps))
                 continue
             n = lo + hi + d + max(d - 1, 0) * mid
             if n < 0:
@@ -224,7 +227,7 @@ class ConcatOp(PrimOp):
                 except PirError:
                     raise PirError(f"operand {i} has dim {k} = {d}, operand {ranked[0][0]} "
                                    f"{shape[k]}: only dim {axis} may differ") from None
-            total = total + s[axis] if isinstance(total, int) and isinstance(s[axis], int) else None
+            total = de.add(total, s[axis])
         if len(ranked) != len(self.inputs):
             total = None
         shape[axis] = total
