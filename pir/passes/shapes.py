@@ -38,6 +38,8 @@ from pir.ir.core import Block, BlockArgument, Operation
 from pir.ir.dialects.builtin import ModuleOp
 from pir.ir.dialects.func import FuncOp
 from pir.ir.opdef import Broadcasting
+from pir.ir import dimexpr
+from pir.ir.dimexpr import DimExpr
 from pir.ir.types import Dim, FunctionType, TensorType, Type
 from pir.passes.base import Pass
 from pir.passes.shape_rules import op_needs, shape_of, shaped_like_result
@@ -72,9 +74,14 @@ class DimClasses:
     def _rank(self, d: Dim) -> tuple:
         if isinstance(d, int):
             return (0, d)
+        if isinstance(d, DimExpr):
+            # an expression of the inputs' symbols says what a dim is: it beats any name
+            # but theirs; one over other symbols ranks with those symbols
+            over_inputs = all(s in self.inputs for s in dimexpr.symbols(d))
+            return (2 if over_inputs else 3, 0, str(d))
         if d in self.inputs:
             return (1, self.inputs[d])
-        return (3 if is_placeholder(d) else 2, self.order.get(d, len(self.order)), d)
+        return (4 if is_placeholder(d) else 3, self.order.get(d, len(self.order)), d)
 
     def find(self, d: Dim) -> Dim:
         while self.parent.get(d, d) != d:
@@ -88,6 +95,8 @@ class DimClasses:
         ra, rb = self.find(a), self.find(b)
         if ra == rb:
             return False
+        if _mentions(ra, rb) or _mentions(rb, ra):
+            return False  # S == S floordiv 2 + 1: no renaming can say it (and S stays S)
         if isinstance(ra, int) and isinstance(rb, int):
             shown = f"{a} == {b}" if (a, b) == (ra, rb) else f"{a} == {b} (so {ra} == {rb})"
             raise PirError(f"dims that must be equal are different sizes: {shown}")
@@ -136,12 +145,17 @@ def _refine(declared: Type, inferred: Type, equal: list[tuple[Dim, Dim]]) -> Typ
     return declared.with_shape(dims)
 
 
+def _mentions(d: Dim, sym: Dim) -> bool:
+    """``d`` is an expression in which the symbol ``sym`` occurs."""
+    return isinstance(d, DimExpr) and isinstance(sym, str) and sym in dimexpr.symbols(d)
+
+
 def _rename_type(t: Type, renaming: dict[str, Dim]) -> Type:
     if not isinstance(t, TensorType) or t.shape is None:
         return t
-    if not any(isinstance(d, str) and d in renaming for d in t.shape):
+    if not any(dimexpr.symbols(d) & renaming.keys() for d in t.shape):
         return t
-    return t.with_shape(renaming.get(d, d) if isinstance(d, str) else d for d in t.shape)
+    return t.with_shape(dimexpr.substitute(d, renaming) for d in t.shape)
 
 
 def _walk_values(fn: FuncOp):
@@ -157,15 +171,17 @@ def _walk_values(fn: FuncOp):
 
 def _symbols_in_order(fn: FuncOp) -> tuple[dict[str, int], dict[str, int]]:
     inputs: dict[str, int] = {}
-    for a in fn.args:
+    for a in fn.args:  # a symbol inside an input's expression is an input symbol too
         for d in shape_of(a) or ():
-            if isinstance(d, str):
-                inputs.setdefault(d, len(inputs))
+            for sym in sorted(dimexpr.symbols(d)) if isinstance(d, DimExpr) else [d]:
+                if isinstance(sym, str):
+                    inputs.setdefault(sym, len(inputs))
     order: dict[str, int] = {}
     for v in _walk_values(fn):
         for d in shape_of(v) or ():
-            if isinstance(d, str) and d not in inputs:
-                order.setdefault(d, len(order))
+            for sym in sorted(dimexpr.symbols(d)) if isinstance(d, DimExpr) else [d]:
+                if isinstance(sym, str) and sym not in inputs:
+                    order.setdefault(sym, len(order))
     return inputs, order
 
 
@@ -304,7 +320,7 @@ def infer_function(fn: FuncOp, broadcastable_equal: bool = False) -> FunctionRep
             for v in _walk_values(fn):
                 v.type = _rename_type(v.type, renaming)
             for old, new in report.renamed.items():  # keep the map pointing at the final name
-                report.renamed[old] = renaming.get(new, new) if isinstance(new, str) else new
+                report.renamed[old] = dimexpr.substitute(new, renaming)
             report.renamed.update(renaming)
         if not renaming and not rnd.refined:
             break

@@ -130,8 +130,9 @@ def test_causal_conv_with_state(activation, past):
 
 
 def test_conv_kept_cases_say_why():
+    # with stride 2, SAME pads depend on the parity of H and W: no integer pads to give
     assert explain("Conv", {"x": normal(1, 2, 5, 5), "w": normal(3, 2, 3, 3)},
-                   shapes={"x": [1, 2, "H", "W"]}, auto_pad="SAME_UPPER") == \
+                   shapes={"x": [1, 2, "H", "W"]}, auto_pad="SAME_UPPER", strides=[2, 2]) == \
         "decompose: nn.conv stays: auto_pad SAME_UPPER needs static spatial dims"
     # declared kept: the op stays, with the reason docs and `pir ops` give
     feeds = {"x": normal(1, 2, 4, 4), "w": normal(3, 2, 3, 3), "off": normal(1, 18, 2, 2)}
@@ -199,7 +200,8 @@ def test_pool_kept_cases_say_why():
                    kernel_shape=[2, 2]) == \
         "decompose: nn.max_pool stays: the Indices result (the positions of the maxima) is " \
         "not decomposed"
+    # (over symbolic dims with static pads a pool decomposes: test_decompose_pool_symbolic)
     assert explain("AveragePool", {"x": normal(1, 2, 4, 4)}, shapes={"x": [1, 2, "H", 4]},
-                   kernel_shape=[2, 2]) == \
-        "decompose: nn.average_pool stays: windowed pooling slices each kernel offset: " \
-        "needs static spatial dims"
+                   kernel_shape=[2, 2], auto_pad="SAME_UPPER", strides=[2, 2]) == \
+        "decompose: nn.average_pool stays: auto_pad SAME_UPPER with strides [2, 2] over " \
+        "symbolic spatial dims has pads that depend on their size"

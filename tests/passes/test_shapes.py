@@ -48,17 +48,19 @@ def longer(feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def test_bert_placeholders_become_seq_and_outputs_stay():
-    """ONNX left bert's sequence length as unk__3 after the position-embedding add; a
-    layer norm's type rule and the attention matmuls show it is `seq`."""
+    """ONNX leaves bert's sequence length as unk__3 after the position-embedding add; the
+    import already knows it is `seq` (position_ids[:, :seq] of 64 is seq long: a computed
+    slice end lies within the dim), and the shapes pass leaves no placeholder either."""
     module = import_model(str(MODELS_DIR / "bert.onnx"))
-    assert "unk__3" in print_module(module, resources=False)
+    assert "unk__3" not in print_module(module, resources=False)
+    assert "tensor<1xseqx64xf32>" in print_module(module, resources=False)
     feeds = feeds_of("bert")
     out = check_pipeline(module, feeds, "shapes")
     text = print_module(out, resources=False)
     for gone in ("unk__3", "unk__20", "unk__31"):
         assert gone not in text
-    # unk__1 (the sliced position ids) only broadcasts against seq: recorded, not unified
-    assert out.funcs[0].attributes["pir.dim_constraints"] == ("broadcastable(seq, unk__1)",)
+    # nothing left to record: the add is seq against seq
+    assert "pir.dim_constraints" not in out.funcs[0].attributes
     # every result is checked against its (renamed) type at run time, at another size too
     before, after = run_function(module, longer(feeds)), run_function(out, longer(feeds))
     for k in before:
@@ -74,10 +76,11 @@ def test_input_symbols_are_never_renamed(name):
     assert module.funcs[0].function_type.inputs == tuple(inputs)
 
 
-#: Static and input-symbol dims the pass cannot recover once forgotten: bert's attention
-#: reshapes take their target from Shape ops of a tensor whose sequence dim nobody knows
-#: before the layer norm that reveals it, so 27 dims stay `?`.
-UNRECOVERED = {"bert": 27}
+#: Static and input-symbol dims the pass cannot recover once forgotten, per model.  bert's
+#: attention reshapes take their target from Shape ops of a tensor whose sequence dim was
+#: unknown before the layer norm revealed it (27 dims stayed `?`); with the sliced position
+#: ids typed `seq` (a computed slice end lies within the dim) every dim is recovered.
+UNRECOVERED: dict[str, int] = {}
 
 
 @pytest.mark.parametrize("name", MODELS)

@@ -17,7 +17,7 @@ from pir.passes.decompose.conv_bn import FoldBatchNormIntoConv
 from pir.passes.decompose.registry import DECOMPOSE, KEPT, Keep, load_rules
 from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns, is_function_output
 
-__all__ = ["Decompose"]
+__all__ = ["Decompose", "kept_reasons"]
 
 
 class _RulePattern(RewritePattern):
@@ -144,3 +144,12 @@ class Decompose(Pass):
             for name, why in sorted(pattern.kept.items()):
                 print(f"decompose: {name} stays: {why}", file=sys.stderr)
         return bool(fired)
+
+
+def kept_reasons(module: ModuleOp) -> dict[str, str]:
+    """nn op name -> why decompose keeps it (the first reason its rule gives), from a run on
+    ``module``, which is rewritten: pass a copy."""
+    load_rules()
+    pattern = _RulePattern(None, explain=False)
+    apply_patterns(module, [pattern])
+    return dict(pattern.kept)

@@ -18,6 +18,7 @@ from typing import Sequence
 
 import numpy as np
 
+from pir.ir import dimexpr
 from pir.ir.core import Operation, Value
 from pir.ir.dialects.func import FuncOp
 from pir.ir.typerules import const_value, tensor
@@ -59,6 +60,16 @@ def _symbols(types) -> set[str]:
             for d in t.shape if isinstance(d, str)}
 
 
+def input_symbols(op: Operation) -> set[str]:
+    """The symbols the inputs of the function around ``op`` bind (every run sizes them
+    before anything else; a symbol bound only by an intermediate value is sized only if
+    that value is still computed after the rewrite)."""
+    fn = op
+    while fn is not None and not isinstance(fn, FuncOp):
+        fn = fn.parent_op
+    return _symbols(a.type for a in fn.args) if fn is not None else set()
+
+
 def _bound_symbols(op: Operation, wanted: set[str]) -> set[str]:
     """The symbols of ``wanted`` the reference runtime has sized when ``op`` runs: those of
     its operands, and of the arguments and results of the values defined before it (it binds
@@ -83,8 +94,8 @@ def sizable(b: PrimBuilder, shape: Sequence[Dim] | None, what: str,
     (a reshape's one ``?`` is what the other dims leave over)."""
     if shape is None:
         raise Keep(f"{what} is unranked")
-    bound = _bound_symbols(b.root, {d for d in shape if isinstance(d, str)})
-    loose = [d for d in shape if d is None or (isinstance(d, str) and d not in bound)]
+    bound = _bound_symbols(b.root, set().union(*(dimexpr.symbols(d) for d in shape)))
+    loose = [d for d in shape if d is None or not dimexpr.symbols(d) <= bound]
     if len(loose) > unknown:
         raise Keep(f"{what} {_show(shape)} has dims only known at run time")
     return tuple(shape)

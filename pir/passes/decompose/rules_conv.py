@@ -46,7 +46,7 @@ def conv_window(b: PrimBuilder, op: Operation, x: Value, w: Value) -> Window:
     """The op's window on x and w; auto_pad over a dim nobody knows keeps the op."""
     sx, sw = shape(b, x, "conv input"), shape(b, w, "conv weight")
     win = op.window(sx[2:], op.kernel_dims(sw, len(sx) - 2))
-    if None in win.pads_begin + win.pads_end:
+    if not win.static_pads:
         raise Keep(f"auto_pad {op.auto_pad} needs static spatial dims")
     return win
 
@@ -88,7 +88,7 @@ def conv_transpose(b: PrimBuilder, op: Operation) -> list[Value]:
         raise Keep("the kernel needs static dims to be flipped")
     nsp, g = len(sx) - 2, op.group
     win = op.transpose_window(sx[2:], op.kernel_dims(sw, nsp))
-    if None in win.pads_begin + win.pads_end:
+    if not win.static_pads:
         raise Keep(f"auto_pad {op.auto_pad} or output_shape needs static spatial dims")
     c, mg, ks = sw[0], sw[1], sw[2:]
     spatial = list(range(2, 2 + nsp))

@@ -5,7 +5,13 @@ runtime evaluates it: the input is padded (or cropped at the end) so that every 
 inside it, and for each kernel offset one strided ``prim.slice`` holds what that offset sees
 for every output position, ``[N, C, O...]``.  The taps are combined with ``prim.max`` (max
 pool) or ``prim.add`` (average and Lp pools; the average divides by a constant array of
-window sizes).  That needs static spatial dims; global pools are plain reductions.
+window sizes).  Global pools are plain reductions.
+
+Over symbolic spatial dims a slice's limit is no integer, so each tap is instead a
+``prim.gather`` per spatial axis of the positions ``iota(O) * stride + offset`` (O an
+expression of the input dims, pir.ir.dimexpr), from the input padded by the (static) pads
+plus ``stride - 1`` at the end, which no window of ceil_mode reads past.  The average's
+window sizes are then the same taps summed over a padded tensor of ones.
 
 Max pooling of the reference runtime skips NaN (numpy's ``fmax``, as ONNX Runtime's does),
 while ``prim.max`` propagates it: the two differ only on inputs holding NaN.
@@ -22,6 +28,7 @@ from pir.ir.dialects.nn.conv import Window
 from pir.ir.typerules import tensor
 from pir.ir.types import DType
 from pir.passes.decompose.builder import PrimBuilder
+from pir.passes.decompose.index_math import I64, dim_size, iota, sizable
 from pir.passes.decompose.registry import Keep, decomposes
 from pir.passes.decompose.rules_linalg import shape
 
@@ -33,17 +40,21 @@ def accumulate_type(dtype: DType) -> DType:
     return DType.F32 if dtype in (DType.F16, DType.BF16) else dtype
 
 
-def _pool_window(b: PrimBuilder, op: Operation) -> tuple[tuple[int, ...], Window]:
+def _pool_window(b: PrimBuilder, op: Operation) -> tuple[tuple, Window]:
     sx = shape(b, op.x, "pooling input")
-    spatial = sx[2:]
-    if not all(isinstance(d, int) for d in spatial):
-        raise Keep("windowed pooling slices each kernel offset: needs static spatial dims")
-    return spatial, op.window(spatial, op.kernel_dims(None, len(spatial)), ceil=op.ceil_mode)
+    spatial = sizable(b, sx[2:], "the pooling input's spatial dims")
+    win = op.window(spatial, op.kernel_dims(None, len(spatial)), ceil=op.ceil_mode)
+    if not win.static_pads:
+        raise Keep(f"auto_pad {op.auto_pad} with strides {list(win.strides)} over symbolic "
+                   "spatial dims has pads that depend on their size")
+    return spatial, win
 
 
-def window_taps(b: PrimBuilder, x: Value, spatial: tuple[int, ...], win: Window,
+def window_taps(b: PrimBuilder, x: Value, spatial: tuple, win: Window,
                 pad_value) -> list[Value]:
     """One ``[N, C, O...]`` strided slice of the padded ``x`` per kernel offset."""
+    if not all(isinstance(d, int) for d in spatial):
+        return _gathered_taps(b, x, win, pad_value)
     dtype = tensor(x).dtype
     after = [(o - 1) * s + span - size - pb for size, pb, o, s, span in
              zip(spatial, win.pads_begin, win.out, win.strides, win.span)]
@@ -57,6 +68,31 @@ def window_taps(b: PrimBuilder, x: Value, spatial: tuple[int, ...], win: Window,
         limits = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, win.out, win.strides))
         taps.append(b.op("slice", x, start_indices=starts, limit_indices=limits,
                          strides=win.strides, axes=axes))
+    return taps
+
+
+def _gathered_taps(b: PrimBuilder, x: Value, win: Window, pad_value) -> list[Value]:
+    """The taps of :func:`window_taps` over symbolic spatial dims: gathers of the positions
+    each kernel offset reads (see the module docstring)."""
+    dtype = tensor(x).dtype
+    high = tuple(pe + s - 1 for pe, s in zip(win.pads_end, win.strides))
+    if any(win.pads_begin) or any(high):
+        x = b.op("pad", x, b.const(pad_value, dtype), edge_padding_low=(0, 0, *win.pads_begin),
+                 edge_padding_high=(0, 0, *high))
+    positions = {}  # (axis, offset) -> the i64 positions it reads, made once
+    taps = []
+    for pos in itertools.product(*(range(k) for k in win.kernel)):
+        t = x
+        for i, (p, o, s, d) in enumerate(zip(pos, win.out, win.strides, win.dilations)):
+            if (i, p) not in positions:
+                idx = iota(b, (o,), 0)
+                if s != 1:
+                    idx = b.mul(idx, b.const(s, I64))
+                if p * d:
+                    idx = b.add(idx, b.const(p * d, I64))
+                positions[(i, p)] = idx
+            t = b.op("gather", t, positions[(i, p)], axis=2 + i)
+        taps.append(t)
     return taps
 
 
@@ -104,9 +140,24 @@ def average_pool(b: PrimBuilder, op: Operation) -> list[Value]:
     dtype = tensor(op.x).dtype
     acc = accumulate_type(dtype)
     total, spatial, win = _sum_pool(b, op, b.cast(op.x, acc))
-    counts = _window_counts(spatial, win, op.count_include_pad)
-    counts = counts.flat[0] if (counts == counts.flat[0]).all() else counts
-    return [b.cast(b.div(total, b.const(counts, acc)), dtype)]
+    if all(isinstance(d, int) for d in spatial):
+        counts = _window_counts(spatial, win, op.count_include_pad)
+        counts = counts.flat[0] if (counts == counts.flat[0]).all() else counts
+        return [b.cast(b.div(total, b.const(counts, acc)), dtype)]
+    if not (any(win.pads_begin) or any(win.pads_end) or op.ceil_mode) or \
+            (op.count_include_pad and not op.ceil_mode):
+        # every window has all its taps inside the (padded) input: one constant count
+        return [b.cast(b.div(total, b.const(int(np.prod(win.kernel)), acc)), dtype)]
+    # the count of taps inside the input (or the explicit pads), per output position
+    sx = shape(b, op.x)
+    inside = b.broadcast_to(b.const(1, acc), (1, 1, *sx[2:]))
+    if op.count_include_pad:
+        inside = b.op("pad", inside, b.const(1, acc), edge_padding_low=(0, 0, *win.pads_begin),
+                      edge_padding_high=(0, 0, *win.pads_end))
+        win = Window(win.kernel, win.strides, win.dilations, (0,) * len(win.out),
+                     (0,) * len(win.out), win.out)
+    counts = _combine(b, "add", _gathered_taps(b, inside, win, 0))
+    return [b.cast(b.div(total, b.broadcast_to(counts, tensor(total).shape)), dtype)]
 
 
 @decomposes("nn.lp_pool")
@@ -132,10 +183,14 @@ def global_max_pool(b: PrimBuilder, op: Operation) -> list[Value]:
 def global_average_pool(b: PrimBuilder, op: Operation) -> list[Value]:
     """The sum over the spatial dims divided by their (static) element count."""
     axes = _spatial_axes(b, op.x)
-    spatial = shape(b, op.x)[2:]
-    if not all(isinstance(d, int) for d in spatial):
-        raise Keep("the mean over symbolic spatial dims needs their size")
+    spatial = sizable(b, shape(b, op.x)[2:], "the pooling input's spatial dims")
     dtype = tensor(op.x).dtype
     acc = accumulate_type(dtype)
     total = b.reduce("sum", b.cast(op.x, acc), axes, keepdims=True)
-    return [b.cast(b.div(total, b.const(int(np.prod(spatial)), acc)), dtype)]
+    if all(isinstance(d, int) for d in spatial):
+        return [b.cast(b.div(total, b.const(int(np.prod(spatial)), acc)), dtype)]
+    count = b.const(1, I64)
+    for d in spatial:  # the symbolic sizes, counted at run time
+        count = b.mul(count, dim_size(b, d))
+    return [b.cast(b.div(total, b.broadcast_to(b.cast(count, acc), tensor(total).shape)),
+                   dtype)]

@@ -12,9 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from pir.ir.dialects.nn.symbolic import shape_slice
+from pir.ir import dimexpr
 from pir.ir.typerules import const_value, normalize_axis, tensor
 from pir.ir.types import DType
-from pir.passes.decompose.index_math import I64, dim_size, iota, sizable, wrap_index
+from pir.passes.decompose.index_math import (I64, dim_size, input_symbols, iota, sizable,
+                                             wrap_index)
 from pir.passes.decompose.registry import decomposes, keep
 
 # -- shape queries -------------------------------------------------------------------------------
@@ -41,10 +43,27 @@ def shape(b, op):
     return [parts[0] if len(parts) == 1 else b.op("concat", parts, dimension=0)]
 
 
+#: Ops whose result has as many elements as their first operand: Size looks through them.
+_SAME_COUNT = frozenset({"nn.reshape", "nn.flatten", "nn.squeeze", "nn.unsqueeze",
+                         "nn.transpose", "nn.identity", "nn.cast", "prim.reshape",
+                         "prim.transpose", "prim.cast"})
+
+
 @decomposes("nn.size")
 def size(b, op):
-    """The product of the dims (counted as for nn.shape when symbolic)."""
-    dims = b.known(tensor(op.data).shape, "input")
+    """The product of the dims (counted as for nn.shape when symbolic).  A reshape keeps
+    the element count, so Size looks through it to a value with known dims; where a dim
+    is still bound only by the operand itself (a reshape to a run-time shape), the count
+    is taken from the operand, which keeps the operand computed and so its dims sized."""
+    x = op.data
+    while getattr(x, "op", None) is not None and x.op.name in _SAME_COUNT \
+            and x.op.operands and tensor(x.op.operands[0]).shape is not None:
+        x = x.op.operands[0]
+    dims = b.known(tensor(x).shape, "input")
+    loose = set().union(*(dimexpr.symbols(d) for d in dims)) - input_symbols(op)
+    if loose and tensor(x).dtype is not DType.STRING:
+        ones = b.cast(b.op("or", b.op("eq", x, x), b.op("ne", x, x)), I64)  # NaN too
+        return [b.reduce("sum", ones, list(range(len(dims))), keepdims=False)]
     n = b.const(int(np.prod([d for d in dims if isinstance(d, int)])), I64)
     for d in dims:
         if not isinstance(d, int):

@@ -13,6 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from pir.errors import PirError
+from pir.ir import dimexpr
+from pir.ir.dimexpr import DimExpr
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.func import CallOp, FuncOp
@@ -89,9 +91,9 @@ def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
     for a, r in zip(out, op.results):
         t = r.type
         if isinstance(t, TensorType) and t.shape is not None:
-            # a symbolic dim (B) is a size only the run binds: a constant would fix it
+            # a symbolic dim (B, 2*B) is a size only the run binds: a constant would fix it
             if len(t.shape) != a.ndim or any(
-                    isinstance(d, str) or (isinstance(d, int) and d != s)
+                    dimexpr.is_symbolic(d) or (isinstance(d, int) and d != s)
                     for d, s in zip(t.shape, a.shape)):
                 return None
     return out
@@ -101,13 +103,19 @@ def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
 _MAX_CALL_DEPTH = 64
 
 
+#: Ops whose regions run inside the op: a profile times the ops of the region that runs
+#: (a kernel in a branch is a kernel), not the op as one opaque entry.
+_CONTROL_FLOW = frozenset({"nn.if", "nn.loop", "nn.scan"})
+
+
 class Interpreter:
     """Runs functions of a module.  ``values`` maps every computed value to its array.
 
     ``profile``: None (the default: no timing), or a dict that every run fills in with
-    ``profile_key(op) -> [calls, seconds]`` for each op it executes.  A call is not an entry
-    of its own (its callee's ops are); an op with regions (a fusion group, a loop) is one
-    entry, its nested ops untimed, so the entries add up to the time of the run."""
+    ``profile_key(op) -> [calls, seconds]`` for each op it executes.  A call or a control-flow
+    op (nn.if, nn.loop, nn.scan) is not an entry of its own (the ops it runs are); another op
+    with regions (a fusion group) is one entry, its nested ops untimed, so the entries add up
+    to the time of the run."""
 
     def __init__(self, module: ModuleOp | None, keep_values: bool = False,
                  profile: dict | None = None):
@@ -144,6 +152,21 @@ class Interpreter:
                 if bound != s:
                     raise DimConflict(f"{what} has shape {list(arr.shape)}: dim {i} is {d}, "
                                       f"which is already {bound}")
+        for i, (d, s) in enumerate(zip(t.shape, arr.shape)):
+            if isinstance(d, DimExpr):  # after the symbols: they may be bound by later dims
+                solved = dimexpr.solve(d, s, self.symbols)
+                if solved is not None:
+                    self.symbols[solved[0]] = solved[1]
+                elif dimexpr.linear(d, self.symbols) is not None:
+                    sym = dimexpr.linear(d, self.symbols)[0]
+                    raise DimConflict(f"{what} has shape {list(arr.shape)}: dim {i} is {d}, "
+                                      f"which is {s} for no size of {sym}")
+                value = dimexpr.evaluate(d, self.symbols)
+                if value is not None and value != s:
+                    bound = ", ".join(f"{k} = {self.symbols[k]}"
+                                      for k in sorted(dimexpr.symbols(d)))
+                    raise DimConflict(f"{what} has shape {list(arr.shape)}: dim {i} is {d}, "
+                                      f"which is {value} ({bound})")
 
     def run(self, fn: FuncOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run ``fn`` on inputs given by argument name; return outputs by output name."""
@@ -186,8 +209,8 @@ class Interpreter:
         for op in block.ops:
             if Terminator in op.traits:
                 return [values[v] for v in op.operands]
-            if prof is None or isinstance(op, CallOp):
-                self.exec(op)
+            if prof is None or isinstance(op, CallOp) or op.name in _CONTROL_FLOW:
+                self.exec(op)  # (a call's or a branch's ops are timed one by one)
             else:
                 self._exec_timed(op, prof)
         return []
@@ -210,7 +233,7 @@ class Interpreter:
         for r in op.results:
             t = r.type
             if isinstance(t, TensorType) and t.shape is not None:
-                dims = [d if isinstance(d, int) else self.symbols.get(d) for d in t.shape]
+                dims = [dimexpr.evaluate(d, self.symbols) for d in t.shape]
                 if all(isinstance(d, int) for d in dims):
                     check_tensor_bytes(dims, t.dtype.itemsize, f"{_where(op)}: result %{r.name}")
 

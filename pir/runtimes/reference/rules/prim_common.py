@@ -8,6 +8,7 @@ import numpy as np
 
 from pir.errors import PirError
 from pir.ir.core import Operation
+from pir.ir.dimexpr import evaluate
 from pir.ir.types import DType, TensorType
 from pir.runtimes.reference.registry import bound_symbols
 
@@ -31,7 +32,7 @@ def result_shape(op: Operation, arrays: Sequence[np.ndarray], index: int = 0,
             for d, s in zip(vt.shape, a.shape):
                 if isinstance(d, str):
                     symbols.setdefault(d, s)
-    partial: list = [d if isinstance(d, int) else symbols.get(d) for d in t.shape]
+    partial: list = [evaluate(d, symbols) for d in t.shape]
     for i, d in enumerate(partial):
         if d is None and fallback is not None:
             partial[i] = fallback(i, partial)
