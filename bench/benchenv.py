@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-__all__ = ["use_threads", "best_time", "best_times", "paired_ratio"]
+__all__ = ["use_threads", "best_time", "best_times", "paired_ratio", "profile_split"]
 
 
 def use_threads(threads: int) -> None:
@@ -67,3 +67,22 @@ def paired_ratio(rounds: list, a: str, b: str) -> float:
     ratios = sorted(t[a] / t[b] for t in rounds)
     mid = len(ratios) // 2
     return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+
+
+def profile_split(interp, module, run) -> tuple[float, dict]:
+    """One more ``run()`` with the interpreter's profile on: (its seconds, seconds per op
+    kind), kernels by their group kind (``kernel.tvm[conv]``), every other op by name."""
+    from collections import defaultdict
+
+    from pir.ir.dialects.kernel import TvmKernelOp
+
+    interp.profile = prof = {}
+    t = time.perf_counter()
+    run()
+    total = time.perf_counter() - t
+    interp.profile = None
+    kinds = {op.symbol: op.kind for op in module.walk() if isinstance(op, TvmKernelOp)}
+    split: dict = defaultdict(float)
+    for (what, key), (_, dt) in prof.items():
+        split[f"kernel.tvm[{kinds.get(key)}]" if what == "kernel" else key] += dt
+    return total, split

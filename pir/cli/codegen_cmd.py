@@ -54,7 +54,7 @@ def codegen_cmd(input, output, target, arch, kernels, emit_dir, explain):
     from pir.ir.verifier import verify_module
 
     module = read_module(input)
-    if not has_groups(module):
+    if not has_groups(module) and _unfused(module):
         raise PirError("the program has no fusion.group ops: run "
                        f"`pir optimize -p {FUSE_PIPELINE}` first", file=input)
     if target == "cuda":
@@ -73,7 +73,10 @@ def codegen_cmd(input, output, target, arch, kernels, emit_dir, explain):
             raise PirError(f"codegen needs TVM, which cannot be imported: {e}") from None
     verify_module(module)
     if explain:
-        click.echo("\n".join(report.lines()), err=True)
+        from pir.codegen.uncompiled import uncompiled_lines
+
+        lines = report.lines() + uncompiled_lines(module, dict(report.kept))
+        click.echo("\n".join(lines), err=True)
     if emit_dir:
         if target != "cuda":
             raise PirError("--emit-sources writes CUDA kernels: use it with --target cuda")
@@ -93,3 +96,16 @@ def _emit_sources(module, directory: str) -> None:
             seen.add(op.symbol)
             with AtomicOutput(os.path.join(directory, f"{op.symbol}.cu")) as f:
                 f.write(op.source.encode())
+
+
+def _unfused(module) -> bool:
+    """Whether the program was not run through the fuse pipeline: it holds prim ops that
+    `fuse` would have grouped, or nn ops and no prim op at all (not decomposed).  A program
+    of constants and library calls only (a Size folded to a constant) has nothing to fuse."""
+    from pir.passes.fuse.classify import LIBRARY_OPS
+
+    names = [op.name for op in module.walk()]
+    prims = [n for n in names if n.startswith("prim.")]
+    if any(n not in LIBRARY_OPS for n in prims):
+        return True
+    return not prims and any(n.startswith("nn.") and n != "nn.yield" for n in names)

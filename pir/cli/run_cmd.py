@@ -203,6 +203,11 @@ def _print_profile(prof: dict, runs: int, runtime: str) -> None:
     for (kind, name), (calls, sec) in rows:
         lines.append(f"{kind:<6}  {name:<{width}}  {calls:>7}  {sec * 1e3:>10.3f}  "
                      f"{100 * sec / total:>5.1f}%")
+    if any(kind == "kernel" for kind, _ in prof):  # a compiled program: what is left over
+        outside = sum(sec for (kind, name), (_, sec) in prof.items()
+                      if kind != "kernel" and name != "builtin.constant")
+        lines.append(f"outside kernels (reference runtime, numpy): {outside * 1e3:.3f} ms, "
+                     f"{100 * outside / total:.1f}%")
     click.echo("\n".join(lines), err=True)
 
 

@@ -37,6 +37,16 @@ def _print_kept(console, fn, dims) -> None:
     console.print(line, soft_wrap=True)
 
 
+def _print_uncompiled(console, module) -> None:
+    """For a compiled program: the ops that still run on the host, and why."""
+    from pir.codegen.uncompiled import uncompiled_lines
+
+    if any(op.name.startswith("kernel.") for op in module.walk()):
+        for line in uncompiled_lines(module):
+            console.print(line.strip() if line.startswith("  not") else line, soft_wrap=True,
+                          markup=False)
+
+
 @click.command("show")
 @click.argument("input", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--dim", "dims", multiple=True, metavar="SYM=N",
@@ -85,6 +95,7 @@ def show_cmd(input: str, dims: tuple[str, ...]) -> None:
                      "dims: give them with --dim)")
         console.print(cost)
         _print_kept(console, module.lookup(s.name), parse_dims(dims))
+        _print_uncompiled(console, module)
         if s.groups_by_kind:
             console.print("fusion: " + ", ".join(f"{n} {k}" for k, n in sorted(s.groups_by_kind.items())))
         ops = Table(box=None, show_header=True, header_style="bold")

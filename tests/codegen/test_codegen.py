@@ -90,12 +90,12 @@ def test_identical_groups_share_one_kernel_and_every_group_compiles():
         assert by_symbol.setdefault(k.symbol, k.source) == k.source
         assert f"def {k.symbol}(" in k.source
     assert len(by_symbol) == report.sources < len(kernels)  # the two layers share kernels
-    # the batch dims reshapes bring back are the function's own, and a flatten's unk__N
-    # (batch * seq) an earlier kernel derives: the kernels take them as parameters, and no
-    # group stays uncompiled (test_lower_semantics has one that must)
+    # the batch dims reshapes bring back are the function's own, and a flatten's rows are
+    # the expression batch*seq (no opaque unk__N): the kernels take the symbols as
+    # parameters, and no group stays uncompiled (test_lower_semantics has one that must)
     assert not report.kept and not [op for op in module.walk() if isinstance(op, GroupOp)]
     assert [k for k in kernels if "batch: T.int32" in k.source]
-    assert [k for k in kernels if "unk__" in k.source.split("):")[0]]
+    assert not [k for k in kernels if "unk__" in k.source.split("):")[0]]
 
 
 def test_second_run_loads_the_cache_instead_of_compiling(cache, monkeypatch):

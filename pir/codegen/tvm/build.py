@@ -17,6 +17,7 @@ from tvm.target import codegen  # noqa: E402
 
 from pir.codegen.tvm.lower import LoweredKernel, lower_block  # noqa: E402
 from pir.codegen.tvm.schedule import schedule_cpu  # noqa: E402
+from pir.ir import dimexpr  # noqa: E402
 from pir.errors import PirError  # noqa: E402
 from pir.ir.core import Block  # noqa: E402
 
@@ -73,7 +74,7 @@ class CompiledKernel:
         return sizes
 
     def output_shapes(self, sizes: dict[str, int]) -> list[tuple[int, ...]]:
-        return [tuple(sizes[d] if isinstance(d, str) else d for d in t.shape)
+        return [tuple(dimexpr.evaluate(d, sizes) for d in t.shape)
                 for t in self.kernel.output_types]
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:

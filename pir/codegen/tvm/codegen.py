@@ -143,8 +143,10 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     import tvm
 
     from pir.codegen.tvm.batch_private import drop_batch_dims
+    from pir.codegen.tvm.bmm import is_batched_block, schedule_batched
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
+    from pir.codegen.tvm.direct import is_direct_block, schedule_direct
     from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
     from pir.codegen.tvm.halo import write_interior, yielded_halo
     from pir.codegen.tvm.lower import lower_block
@@ -161,11 +163,19 @@ def _schedule(block: Block, symbol: str, kind: str | None):
                            "whose result has a halo")
         return tvm.IRModule({kernel.name: write_interior(func, halo[1])})
     kernel = lower_block(block, symbol)
-    if kind == CONV:
+    if kind == CONV and is_direct_block(block):
+        mod = schedule_direct(kernel)
+        if mod is not None:
+            return mod
+    elif kind == CONV:
         func = _conv_function(block, kernel)
         if func is not None:
             return tvm.IRModule({kernel.name: func})
-    if kind == MATMUL:
+    if kind == MATMUL and is_batched_block(block):
+        mod = schedule_batched(kernel)
+        if mod is not None:
+            return mod
+    elif kind == MATMUL:
         sch = schedule_matmul(kernel)
         if sch is not None:
             return tvm.IRModule({kernel.name: drop_batch_dims(sch.mod[kernel.name])})
@@ -255,6 +265,19 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
         _replace(group, symbol, source, target, first)
         report.kernels += 1
     return report
+
+
+def library_reason(op) -> str | None:
+    """Why codegen left ``op``, a convolution or a product (a library op), outside the
+    kernels; None for any other op."""
+    from pir.codegen.tvm.conv import why_not_compiled as why_conv
+    from pir.codegen.tvm.gemm import why_not_compiled as why_dot
+
+    if op.name == "prim.conv":
+        return why_conv(op)
+    if op.name == "prim.dot_general":
+        return why_dot(op)
+    return None
 
 
 def _known_dims(module: ModuleOp) -> dict[GroupOp, frozenset[str]]:

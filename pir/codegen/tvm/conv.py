@@ -25,6 +25,10 @@ Between two such groups the value goes in channel blocks, ``[N, C/16, H, W, 16]`
 and reads the blocks directly (:func:`_conv_blocked`).  A 3x3 stride-1 one from blocks to
 blocks is computed by Winograd's F(2x2, 3x3) instead (pir.codegen.tvm.winograd): its region
 holds the transformed weights and the ops that turn them back into the 3x3 ones.
+
+A convolution these forms do not take (symbolic spatial dims, groups, input dilation: a
+ConvTranspose) is a ``conv`` group too, computed by the direct loop nest of
+pir.codegen.tvm.direct, its weights packed in panels of the tile's output channels.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import numpy as np
 
 from tvm import te, tirx
 
+from pir.codegen.tvm.direct import direct_compute, tile_rows, wants_direct, why_not_direct
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
@@ -48,7 +53,7 @@ from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module
 from pir.ir.dialects.fusion import GroupOp
 from pir.ir.types import DType, TensorType
 
-__all__ = ["form_conv_groups", "CONV"]
+__all__ = ["form_conv_groups", "CONV", "why_not_compiled"]
 
 CONV = "conv"
 
@@ -80,6 +85,8 @@ def _conv(op, ins, ctx, name):
 
     if is_depthwise(op):
         return depthwise_compute(op, *ins, ctx, name)
+    if wants_direct(op):
+        return direct_compute(op, *ins, ctx, name)
     why = _supported(op)
     if why is not None:
         raise PirError(f"tvm codegen: {op.describe()}: {why}")
@@ -253,6 +260,7 @@ def form_conv_groups(block: Block) -> int:
     from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp
 
     weights = {op: w for op in list(block.ops) if (w := _conv_weights(op)) is not None}
+    direct = {op: w for op in list(block.ops) if (w := _direct_weights(op)) is not None}
     epilogues, (makes, reads, regions) = _plan_layout(block, weights)
     halo_of = _plan_halos(makes, epilogues, weights)
     blocked: list[GroupOp] = []
@@ -316,7 +324,82 @@ def form_conv_groups(block: Block) -> int:
         block_region(g, args)
         blocked.append(g)
     block_outputs(blocked, halos)
+    for op, w in direct.items():
+        _form_direct(op, w)
+        count += 1
     return count
+
+
+def _direct_weights(op: Operation) -> np.ndarray | Value | None:
+    """The [O, C/G, R(, S)] weights of a convolution that the direct form computes
+    (pir.codegen.tvm.direct): a constant's array, or the value itself when the kernel is
+    computed (a derivative's, a dequantized one), which the kernel then reads unpacked; else
+    None.  A static depthwise one is left to pir.codegen.tvm.depthwise."""
+    from pir.codegen.tvm.depthwise import is_depthwise
+
+    if op.name != "prim.conv" or not wants_direct(op) or is_depthwise(op):
+        return None
+    if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
+        return op.operands[1]
+    w = np.asarray(constant_value(op.operands[1].op))
+    return w if w.size else None
+
+
+def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
+    """``op`` and its epilogue group as one ``conv`` group of the direct form: constant
+    weights packed in panels of the tile's output channels (``[O/rows, C/G, R, S, rows]``),
+    a 1-d convolution made a 2-d one over a height of 1."""
+    from pir.ir.dialects.prim.linalg import ConvOp
+    from pir.ir.dialects.prim.shape import ReshapeOp
+
+    name = op.results[0].name or "conv"
+    computed = isinstance(w, Value)
+
+    def core(body: Block, x_arg: Value, *w_arg: Value) -> Value:
+        flat = len(op.operands[1].type.shape) == 3
+        attrs = {k: op.attributes[k] for k in op.attributes}
+        out = op.results[0].type
+        if flat:
+            xt = x_arg.type
+            x_arg = body.append(ReshapeOp.build(
+                x_arg, loc=op.loc, result_names=[f"{name}.x2d"],
+                result_types=[xt.with_shape([*xt.shape[:2], 1, xt.shape[2]])])).results[0]
+            win = op.window(1)
+            attrs.update({k: (0 if k.startswith("padding") else 1, *win[k]) for k in win})
+            out = out.with_shape([*out.shape[:2], 1, out.shape[2]])
+        if computed:
+            kt = w_arg[0]
+            if flat:
+                wt = kt.type
+                kt = body.append(ReshapeOp.build(
+                    kt, loc=op.loc, result_names=[f"{name}.w2d"],
+                    result_types=[wt.with_shape([*wt.shape[:2], 1, wt.shape[2]])])).results[0]
+        else:
+            w4 = w[:, :, None, :] if flat else w
+            kt = _packed_weights(body, op, w4, tile_rows(w4.shape[0]), (), name)
+        y = body.append(ConvOp.build(x_arg, kt, loc=op.loc, result_types=[out],
+                                     result_names=[f"{name}.2d" if flat else name],
+                                     **attrs)).results[0]
+        if flat:
+            y = body.append(ReshapeOp.build(y, loc=op.loc, result_names=[name],
+                                            result_types=[op.results[0].type])).results[0]
+        return y
+
+    return form_group(op, core, _epilogue(op), CONV, inputs=[w] if computed else [])
+
+
+def why_not_compiled(op: Operation) -> str:
+    """Why a convolution codegen left outside the kernels stays a library call."""
+    from pir.codegen.tvm.depthwise import is_depthwise
+
+    if is_depthwise(op) or _supported(op, ranks=(3, 4)) is None or wants_direct(op):
+        if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
+            return ("its kernel is computed: the static fast paths pack constant weights "
+                    "only")
+        if op.operands[0].type.dtype != DType.F32:
+            return "only float32 convolutions are compiled"
+        return "an empty convolution"
+    return why_not_direct(op) or _supported(op, ranks=(3, 4)) or "not compiled"
 
 
 def _packed_weights(body: Block, op: Operation, w: np.ndarray, bn: int, reads,

@@ -24,6 +24,10 @@ training step) is packed by the kernel itself: the region holds the reshape and 
 schedule computes into a buffer before the GEMM, K x N copies against M x K x N products.
 
 The region is ordinary prim IR: the reference runtime runs it, and ``pir diff`` reads it.
+
+A product whose right operand is neither (attention's batched ``Q . K^T``, symbolic sizes)
+is a ``matmul`` group too, its region the product and its epilogue as they were; the kernel
+packs and pads the right operand itself (pir.codegen.tvm.bmm).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 from tvm import te, tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.bmm import batched_compute, why_not_batched
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.lower import RULES, LoweredKernel, tvm_dtype
 from pir.ir.core import Block, Operation, Region, Value
@@ -42,7 +47,7 @@ from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module
 from pir.ir.dialects.fusion import GroupOp, YieldOp
 from pir.ir.types import DType, TensorType
 
-__all__ = ["form_matmul_groups", "schedule_matmul", "MATMUL"]
+__all__ = ["form_matmul_groups", "schedule_matmul", "MATMUL", "why_not_compiled"]
 
 MATMUL = "matmul"
 
@@ -65,7 +70,10 @@ def padded_width(n: int) -> int:
 # -- the lowering rule -----------------------------------------------------------------------
 
 def _dot_general(op, ins, ctx, name):
-    """out[batch, lhs free, rhs free] = sum over the contracted pairs of lhs * rhs."""
+    """out[batch, lhs free, rhs free] = sum over the contracted pairs of lhs * rhs (a product
+    of two computed operands: pir.codegen.tvm.bmm's padded form)."""
+    if _batched(op):
+        return batched_compute(op, *ins, ctx, name)
     lhs, rhs = ins
     lb, rb = list(op.lhs_batching_dimensions), list(op.rhs_batching_dimensions)
     lc, rc = list(op.lhs_contracting_dimensions), list(op.rhs_contracting_dimensions)
@@ -164,15 +172,56 @@ def _epilogue(dot: Operation) -> GroupOp | None:
     return g
 
 
+def _batched(op: Operation) -> bool:
+    """A product of two computed operands that pir.codegen.tvm.bmm computes: one free dim on
+    each side (the GEMM path's packed weights have two, ``[N/BN, K, BN]``).  Constant
+    weights are the GEMM path's to take or leave to BLAS."""
+    return op.name == "prim.dot_general" and _gemm_weights(op) is None \
+        and not isinstance(getattr(op.operands[1], "op", None), ConstantOp) \
+        and why_not_batched(op) is None
+
+
 def form_matmul_groups(block: Block) -> int:
-    """Replace each GEMM of ``block`` (and its epilogue group) by one ``matmul`` group."""
+    """Replace each GEMM of ``block`` (and its epilogue group) by one ``matmul`` group, and
+    each other product pir.codegen.tvm.bmm computes too."""
     count = 0
     for op in list(block.ops):
         w = _gemm_weights(op)
         if w is not None:
             _form(op, w, _epilogue(op))
             count += 1
+        elif _batched(op):
+            _form_batched(op)
+            count += 1
     return count
+
+
+def _form_batched(dot: Operation) -> GroupOp:
+    """``dot`` (two computed operands) and its epilogue as one ``matmul`` group: the product
+    as it is, both operands block arguments."""
+    from pir.ir.dialects.prim.linalg import DotGeneralOp
+
+    attrs = {k: dot.attributes[k] for k in dot.attributes}
+
+    def core(body: Block, x_arg: Value, y_arg: Value) -> Value:
+        return body.append(DotGeneralOp.build(
+            x_arg, y_arg, result_types=[dot.results[0].type], loc=dot.loc,
+            result_names=[dot.results[0].name or "mm"], **attrs)).results[0]
+
+    return form_group(dot, core, _epilogue(dot), MATMUL, inputs=[dot.operands[1]])
+
+
+def why_not_compiled(op: Operation) -> str:
+    """Why a product codegen left outside the kernels stays a library call."""
+    why = why_not_batched(op)
+    if why is None and isinstance(getattr(op.operands[1], "op", None), ConstantOp):
+        lt, rt = op.operands[0].type, op.operands[1].type
+        if op.lhs_batching_dimensions or len(rt.shape) != 2:
+            return "constant weights with batch dims stay a BLAS call"
+        if list(op.lhs_contracting_dimensions) != [len(lt.shape) - 1]:
+            return "constant weights contracted with other than the last dim of the input"
+        return "constant weights fewer than 16 wide or deep stay a BLAS call"
+    return why or "not compiled"
 
 
 def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pir.ir import dimexpr
 from pir.codegen.cuda.emit import splat_value
 from pir.codegen.cuda.launch import evaluate_grid
 from pir.codegen.cuda.dims import kernel_dims
@@ -64,8 +65,7 @@ def prepare_call(op, in_shapes, symbols: dict[str, int]) -> Call:
     out_shapes = []
     for r in op.results:
         try:
-            out_shapes.append(tuple(sizes[d] if isinstance(d, str) else d
-                                    for d in r.type.shape))
+            out_shapes.append(tuple(_size(d, sizes) for d in r.type.shape))
         except KeyError as e:
             raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
     args = []
@@ -80,3 +80,11 @@ def prepare_call(op, in_shapes, symbols: dict[str, int]) -> Call:
             args.append((kind, int(rest)))
     grid = evaluate_grid(op.grid, sizes)
     return Call(grid, tuple(op.block), op.shared_mem, out_shapes, args, sizes)
+
+
+def _size(d, sizes: dict[str, int]) -> int:
+    """The size of dim ``d`` (a KeyError naming the dim when a symbol is unbound)."""
+    n = dimexpr.evaluate(d, sizes)
+    if n is None:
+        raise KeyError(str(d))
+    return n

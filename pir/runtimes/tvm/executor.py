@@ -23,6 +23,7 @@ import numpy as np
 
 import tvm
 
+from pir.ir import dimexpr
 from pir.cache import private_dir, read_verified, write_verified
 from pir.codegen.provenance import check_kernels
 from pir.codegen.tvm.build import host_target
@@ -110,7 +111,7 @@ class CompiledProgram:
         for r in op.results:
             t = r.type
             try:
-                shape = tuple(sizes[d] if isinstance(d, str) else d for d in t.shape)
+                shape = tuple(_size(d, sizes) for d in t.shape)
             except KeyError as e:
                 raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
             out, arr = as_tvm(aligned_empty(shape, t.dtype.numpy), self.device)
@@ -259,3 +260,11 @@ class TvmInterpreter(Interpreter):
         for r, arr in zip(op.results, out):
             self.check(r, arr, f"result %{r.name} of {op.describe()}")
             values[r] = arr
+
+
+def _size(d, sizes: dict[str, int]) -> int:
+    """The size of dim ``d`` (a KeyError naming the dim when a symbol is unbound)."""
+    n = dimexpr.evaluate(d, sizes)
+    if n is None:
+        raise KeyError(str(d))
+    return n

@@ -1,0 +1,277 @@
+"""Convolutions the fast paths do not take, as one direct loop nest with output positions in
+the vector lanes: symbolic spatial dims (an OCR detector's ``N x 3 x H x W``), groups,
+input dilation (ConvTranspose) and, through the unit height conv.py gives them, 1-d ones.
+
+The fast paths (pir.codegen.tvm.conv: im2col-free GEMM, channel blocks, Winograd, halos)
+choose their layout, tiles and weight packing from static sizes.  This form needs only the
+channels and the kernel static, and computes, for the ``[N, O, H', W']`` result::
+
+    xpad[n, c, iy, q, j]  = the dilated, zero-padded input at column j*sw + q     (a copy)
+    gemm[n, o, y, x]      = sum over (c, r, s) in o's group of
+                            xpad[n, g(o)*C/G + c, y*sh + r*dh, (s*dw) % sw, x + (s*dw) // sw]
+                            * w[o, c, r, s]
+    conv[n, o, y, x]      = gemm[n, o, y, x]   for x < W'
+
+The copy splits the columns into ``sw`` phases, so that a window's loads over consecutive
+output positions are consecutive floats for any stride, and it is ``ceil(W' / LANES) *
+LANES`` columns wide (zeros past the input): the GEMM then runs over whole vectors of
+positions with no bounds check, and only the write of the result is cut at ``W'``.  The
+schedule (:func:`schedule_direct`) computes a tile of ``rows`` output channels by ``lanes``
+positions of one output row in registers (each weight a broadcast, each input a vector
+load), every channel tile of those positions in turn, output rows in parallel (a 1-d
+convolution's runs of positions), and writes the tile through the elementwise epilogue
+(bias, activation, a residual) as whole vectors, a predicate cutting the last one of a
+row: in NCHW the positions of one channel are contiguous, so every store (and a
+residual's load) is a vector.  Nothing is padded or sliced in the output channels:
+the tile's rows are a divisor of them (:func:`tile_rows`), its lanes 64 over the rows.
+
+A transposed convolution (ConvTranspose, input dilation ``d``) computes on the dilated
+input, ``d x d`` times the products it needs (its zeros are multiplied): simple, and
+compiled, but not the sub-pixel form a library would use.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm import te, tirx
+from tvm.s_tir import Schedule, ScheduleError
+
+from pir.codegen.tvm.fast_schedule import FastSchedule
+from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
+from pir.ir.core import Operation
+from pir.ir.types import DType, TensorType
+
+__all__ = ["LANES", "why_not_direct", "wants_direct", "tile_rows", "direct_compute",
+           "schedule_direct", "is_direct_block"]
+
+#: Output positions per tile row: one AVX-512 vector of float32, two AVX2 ones.
+LANES = 16
+#: Accumulators a tile holds, in floats: rows x lanes (4 x 16: eight AVX2 registers, which
+#: leaves room for the loads; 8 x 16 spilled on AVX2 and ran at a fifth of the speed).
+TILE_FLOATS = 64
+
+
+def tile_rows(o: int) -> int:
+    """Output channels per tile: the largest of 4, 2, 1 that divides ``o``."""
+    return next(m for m in (4, 2, 1) if o % m == 0)
+
+
+def tile_lanes(o: int) -> int:
+    """Output positions per tile: TILE_FLOATS over the rows (a multiple of LANES)."""
+    return TILE_FLOATS // tile_rows(o)
+
+
+def why_not_direct(op: Operation) -> str | None:
+    """Why the direct form cannot compute ``op`` (None when it can)."""
+    xt, kt = op.operands[0].type, op.operands[1].type
+    if not (isinstance(xt, TensorType) and isinstance(kt, TensorType)) or xt.shape is None \
+            or kt.shape is None or len(xt.shape) not in (3, 4):
+        return "only 1-d and 2-d convolutions of ranked tensors"
+    if xt.dtype != DType.F32 or kt.dtype != DType.F32:
+        return "only float32 convolutions"
+    if not all(isinstance(d, int) for d in (xt.shape[1], *kt.shape)):
+        return "the channels and the kernel size must be static"
+    w = op.window(len(xt.shape) - 2)
+    if min(w["padding_low"] + w["padding_high"]) < 0:
+        return "negative padding (cropping) stays a library call"
+    if 0 in kt.shape or xt.shape[1] == 0:
+        return "an empty convolution"
+    return None
+
+
+def wants_direct(op: Operation) -> bool:
+    """Whether ``op`` is one the fast paths do not take and this form does: a spatial dim
+    symbolic, groups, or input dilation."""
+    xt = op.operands[0].type
+    if why_not_direct(op) is not None:
+        return False
+    w = op.window(len(xt.shape) - 2)
+    out = op.results[0].type
+    symbolic = not all(isinstance(d, int) for d in (*xt.shape[2:], *out.shape[2:]))
+    return symbolic or op.feature_group_count != 1 or any(d != 1 for d in w["lhs_dilation"])
+
+
+def is_direct_block(block) -> bool:
+    """Whether a conv group's region holds a convolution of this form."""
+    return any(op.name == "prim.conv" and wants_direct(op) for op in block.ops)
+
+
+def direct_compute(op, x, w, ctx, name):
+    """The copy, the GEMM and the result of the module docstring, for a 2-d ``op``."""
+    xt, kt, out_t = op.operands[0].type, op.operands[1].type, op.results[0].type
+    n, h, wd = (ctx.dim(d) for d in (xt.shape[0], *xt.shape[2:]))
+    c = xt.shape[1]
+    o, cg, kr, ks = kt.shape
+    ho, wo = (ctx.dim(d) for d in out_t.shape[2:])
+    groups = op.feature_group_count
+    og = o // groups
+    win = op.window(2)
+    (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
+    (lh, lw), (ph, pw) = win["lhs_dilation"], win["padding_low"]
+    dtype = tvm_dtype(out_t.dtype)
+    lanes = tile_lanes(o)
+    xp = tirx.floordiv(wo + (lanes - 1), lanes) * lanes  # positions computed per row
+    rows_in = (ho - 1) * sh + (kr - 1) * dh + 1
+    cols_in = xp + ((ks - 1) * dw) // sw
+
+    def inside(i, pad, dil, size):
+        u = i - pad
+        ok = [u >= 0, u < (size - 1) * dil + 1]
+        if dil > 1:
+            ok.append(tirx.floormod(u, dil) == 0)
+        return ok, (tirx.floordiv(u, dil) if dil > 1 else u)
+
+    def pad(b, ci, iy, q, j):
+        ok_y, sy = inside(iy, ph, lh, h)
+        ok_x, sx = inside(j * sw + q, pw, lw, wd)
+        return tirx.if_then_else(tirx.all(*ok_y, *ok_x), x[b, ci, sy, sx], tirx.const(0, dtype))
+
+    xpad = te.compute((n, c, rows_in, sw, cols_in), pad, name=f"{name}_xpad")
+    rc = te.reduce_axis((0, cg), name=f"{name}_c")
+    rr = te.reduce_axis((0, kr), name=f"{name}_r")
+    rs = te.reduce_axis((0, ks), name=f"{name}_s")
+
+    def channel(oc):
+        return rc if groups == 1 else tirx.floordiv(oc, og) * cg + rc
+
+    gemm = te.compute(
+        (n, o, ho, xp),
+        lambda b, oc, y, xx: te.sum(
+            xpad[b, channel(oc), y * sh + rr * dh, tirx.floormod(rs * dw, sw),
+                 xx + tirx.floordiv(rs * dw, sw)]
+            * w[oc, rc, rr, rs], axis=[rc, rr, rs]), name=f"{name}_gemm")
+    return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, oc, y, xx], name=name)
+
+
+def schedule_direct(kernel: LoweredKernel) -> tvm.IRModule | None:
+    """The schedule of the module docstring; None when it does not apply (the caller then
+    uses the generic one).  A 1-d convolution (one output row per batch element) runs its
+    runs of positions in parallel, fused with the batch when TVM can size the result, else
+    alone."""
+    for fuse_batch in (True, False):
+        mod = _schedule_direct(kernel, fuse_batch)
+        if mod is not None and compacts(mod):
+            return mod
+    return None
+
+
+def gemm_schedule(kernel: LoweredKernel, keep: str):
+    """A schedule of ``kernel`` with every block inlined but its one ``<prefix>_gemm``, its
+    outputs and ``<prefix>_<keep>`` (the padded input, the packed panels): (schedule, the
+    gemm block, the kept block or None); None when the kernel has not one gemm."""
+    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
+    sch.work_on(kernel.name)
+    blocks = sch.get_child_blocks(sch.get_sblock("root"))
+    names = [sch.get(b).name_hint for b in blocks]
+    gemms = [b for b, nm in zip(blocks, names) if nm.endswith("_gemm")]
+    if len(gemms) != 1:
+        return None
+    (gemm,) = gemms
+    prefix = sch.get(gemm).name_hint[:-len("_gemm")]
+    outputs = {sch.get(b).name_hint for b in sch.get_output_blocks("root")}
+    kept = None
+    for b, nm in reversed(list(zip(blocks, names))):
+        if b.same_as(gemm) or nm in outputs:
+            continue
+        if nm == f"{prefix}_{keep}":
+            kept = b
+            continue
+        try:
+            sch.compute_inline(b)
+        except ScheduleError:
+            pass
+    return sch, gemm, kept
+
+
+def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | None:
+    found = gemm_schedule(kernel, "xpad")
+    if found is None:
+        return None
+    sch, gemm, xpad = found
+    try:
+        o_extent = int(sch.get(sch.get_loops(gemm)[1]).extent)
+        rows, lanes = tile_rows(o_extent), tile_lanes(o_extent)
+        n, o, y, xx, *ks = sch.get_loops(gemm)
+        xt, xi = sch.split(xx, [None, lanes])
+        ot, oi = sch.split(o, [None, rows])
+        # Every channel tile of a run of positions before the next run: the window of
+        # input those positions read (C x R rows of ``lanes`` + S floats) stays in L1 while
+        # the weights stream past it, where with the channel tiles outermost a whole row of
+        # C x R input rows would come from L2 once per channel tile
+        if _is_one(sch.get(y).extent):
+            sch.reorder(n, y, xt, ot, *ks, oi, xi)
+            sch.parallel(sch.fuse(n, y, xt) if fuse_batch else xt)
+        else:
+            # the output rows in parallel, each over every batch element.  (Not fused with
+            # the batch: TVM cannot bound the accumulator under a fused loop whose extent
+            # it cannot prove positive, such as ``N * ((H - 1) floordiv 2)``)
+            if not fuse_batch:
+                return None
+            sch.reorder(y, n, xt, ot, *ks, oi, xi)
+            sch.parallel(y)
+        sch.vectorize(xi)
+        sch.unroll(oi)
+        acc = sch.cache_write(gemm, 0, "local")
+        sch.reverse_compute_at(acc, ot)
+        init = sch.decompose_reduction(gemm, ks[0])
+        sch.vectorize(sch.get_loops(init)[-1])
+    except (ScheduleError, TypeError, ValueError):
+        return None
+    if xpad is not None:
+        _schedule_copy(sch, xpad)
+    written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
+               if sch.get(b).name_hint in outputs]
+    if len(written) == 1:
+        # the epilogue into the tile's write-back: whole vectors of one channel's positions
+        try:
+            sch.reverse_compute_inline(written[0])
+            written = []
+        except ScheduleError:
+            pass
+    for b in written:  # (several results: each a pass of its own over the product)
+        _vectorize_rows(sch, b)
+    try:
+        sch.vectorize(sch.get_loops(acc)[-1])
+    except ScheduleError:
+        pass
+    return sch.mod
+
+
+def compacts(mod: tvm.IRModule) -> bool:
+    """Whether TVM's lowering can size the buffers of the scheduled ``mod`` (its first
+    passes, through CompactBufferAllocation).  With symbolic extents it sometimes cannot
+    bound a tile's accumulator (a region it cannot prove non-empty) and fails the build;
+    a schedule that would is not used."""
+    from tvm import s_tir
+
+    seq = tvm.transform.Sequential([
+        s_tir.transform.LowerInitBlock(), s_tir.transform.PlanAndUpdateBufferAllocationLocation(),
+        s_tir.transform.ConvertBlocksToOpaque(), s_tir.transform.CompactBufferAllocation()])
+    try:
+        seq(mod)
+    except Exception:  # noqa: BLE001 - any failure of TVM's analysis
+        return False
+    return True
+
+
+def _is_one(extent) -> bool:
+    return isinstance(extent, tirx.IntImm) and extent.value == 1
+
+
+def _schedule_copy(sch: Schedule, block) -> None:
+    """The padded copy: (batch x channel) planes in parallel."""
+    try:
+        n, c, *_ = sch.get_loops(block)
+        sch.parallel(sch.fuse(n, c))
+    except ScheduleError:
+        pass
+
+
+def _vectorize_rows(sch: Schedule, block) -> None:
+    try:
+        loops = sch.get_loops(block)
+        sch.parallel(sch.fuse(*loops[:2]))
+        _, inner = sch.split(loops[-1], [None, LANES])
+        sch.vectorize(inner)
+    except (ScheduleError, IndexError):
+        pass

@@ -1,0 +1,242 @@
+"""Convolutions and batched products with symbolic sizes compiled as TVM kernels
+(pir/codegen/tvm/direct.py, pir/codegen/tvm/bmm.py): a symbolic-H/W convolution with its
+bias and relu, strided and padded; a 1-d, a grouped, a depthwise and a transposed one; and
+attention's batched ``[B, heads, S, D] x [B, heads, D, S]`` product.  Each program is
+compiled once and run at two sizes against ONNX Runtime; the second size builds nothing, and
+the op runs inside a kernel.tvm, not as a numpy library call."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper as oh
+
+pytest.importorskip("tvm")
+ort = pytest.importorskip("onnxruntime")
+
+from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
+from pir.frontends.onnx.importer import import_model  # noqa: E402
+from pir.ir.dialects.kernel import TvmKernelOp  # noqa: E402
+from pir.ir.verifier import verify_module  # noqa: E402
+from pir.passes.manager import PassManager  # noqa: E402
+from pir.passes.pipeline import parse_pipeline  # noqa: E402
+from pir.runtimes.tvm import TvmInterpreter, executor  # noqa: E402
+from helpers import cli, graph_model  # noqa: E402
+
+FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
+REPRO = pathlib.Path(__file__).resolve().parents[1] / "real" / "repro"
+
+
+def _weights(*shape, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 0.2).astype(np.float32)
+
+
+def _compile(model: onnx.ModelProto):
+    module = import_model(model)
+    PassManager(parse_pipeline(FUSE)).run(module)
+    report = codegen_module(module, "llvm")
+    verify_module(module)
+    return module, report
+
+
+def _in_kernels(module, name: str, kind: str) -> None:
+    """Every ``name`` op of the program runs inside a kernel.tvm of ``kind``."""
+    fn = module.funcs[0]
+    assert not [op for op in fn.entry.ops if op.name == name], f"{name} left to numpy"
+    kernels = [op for op in fn.entry.ops if isinstance(op, TvmKernelOp)
+               and any(inner.name == name for inner in op.body.block.ops)]
+    assert kernels and all(k.kind == kind for k in kernels)
+
+
+def _runs_like_ort(model, module, shapes: list[dict[str, tuple]], tol=1e-4) -> None:
+    """Run the compiled ``module`` at each of ``shapes`` (input -> shape) against ONNX
+    Runtime; the first run's build is the only one."""
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    interp = TvmInterpreter(module)
+    built = dict(executor.stats)
+    rng = np.random.default_rng(1)
+    for feeds_shapes in shapes:
+        feeds = {k: rng.standard_normal(s).astype(np.float32) for k, s in feeds_shapes.items()}
+        want = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds)))
+        got = interp.run(module.funcs[0], feeds)
+        for k, w in want.items():
+            assert got[k].shape == w.shape
+            err = np.abs(got[k].astype(np.float64) - w).max() / max(np.abs(w).max(), 1e-6)
+            assert err < tol, (feeds_shapes, k, err)
+        assert executor.stats == built, "a second size built (or loaded) kernels again"
+    # and a second runtime of the same program loads nothing either
+    TvmInterpreter(module)
+    assert executor.stats == built
+
+
+@pytest.mark.parametrize("stride,pad,bias", [(1, 1, True), (2, 1, True), (2, 0, False),
+                                              (1, 2, False)])
+def test_a_symbolic_hw_conv_with_its_epilogue_is_one_kernel(stride, pad, bias):
+    inits = {"w": _weights(16, 3, 3, 3)}
+    if bias:
+        inits["b"] = _weights(16, seed=1)
+    nodes = [oh.make_node("Conv", ["x", "w"] + (["b"] if bias else []), ["c"],
+                          kernel_shape=[3, 3], pads=[pad] * 4, strides=[stride] * 2),
+             oh.make_node("Relu", ["c"], ["y"])]
+    model = graph_model(nodes, {"x": ["N", 3, "H", "W"]}, ["y"], inits)
+    module, report = _compile(model)
+    assert report.matmuls == 1 and not report.kept
+    _in_kernels(module, "prim.conv", "conv")
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    assert "prim.max" in [op.name for op in kernel.body.block.ops]  # the relu moved in
+    assert "T.vectorized(16)" in kernel.source and "T.where(" in kernel.source
+    _runs_like_ort(model, module, [{"x": (1, 3, 20, 24)}, {"x": (2, 3, 33, 17)}])
+
+
+def test_a_stack_of_symbolic_convs_hands_expression_dims_on():
+    """The second conv reads ``(H + 1) floordiv 2``: its kernel takes H and W as
+    parameters (pir.codegen.tvm.dims); the third is grouped and adds a residual."""
+    nodes = [oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1], strides=[2, 2]),
+             oh.make_node("Relu", ["c1"], ["r1"]),
+             oh.make_node("Conv", ["r1", "w2", "b2"], ["c2"], kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1]),
+             oh.make_node("Relu", ["c2"], ["r2"]),
+             oh.make_node("Conv", ["r2", "w3"], ["c3"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          group=4),
+             oh.make_node("Add", ["c3", "r2"], ["y"])]
+    inits = {"w1": _weights(16, 3, 3, 3), "b1": _weights(16, seed=1),
+             "w2": _weights(32, 16, 3, 3, seed=2), "b2": _weights(32, seed=3),
+             "w3": _weights(32, 8, 3, 3, seed=4)}
+    model = graph_model(nodes, {"x": ["N", 3, "H", "W"]}, ["y"], inits)
+    module, report = _compile(model)
+    assert report.matmuls == 3 and report.kernels == 3
+    _in_kernels(module, "prim.conv", "conv")
+    _runs_like_ort(model, module, [{"x": (1, 3, 21, 18)}, {"x": (2, 3, 32, 40)}])
+
+
+@pytest.mark.parametrize("stride,dil", [(1, 1), (2, 1), (1, 2)])
+def test_a_1d_conv_over_a_symbolic_length(stride, dil):
+    nodes = [oh.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3], pads=[2, 2],
+                          strides=[stride], dilations=[dil]),
+             oh.make_node("Relu", ["c"], ["y"])]
+    model = graph_model(nodes, {"x": ["N", 8, "L"]}, ["y"],
+                        {"w": _weights(12, 8, 3), "b": _weights(12, seed=1)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    _runs_like_ort(model, module, [{"x": (1, 8, 37)}, {"x": (3, 8, 100)}])
+
+
+@pytest.mark.parametrize("c,o,group", [(8, 16, 2), (8, 8, 8), (6, 12, 3)])
+def test_grouped_and_depthwise_convs_over_symbolic_hw(c, o, group):
+    nodes = [oh.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3],
+                          pads=[1, 1, 1, 1], group=group)]
+    model = graph_model(nodes, {"x": ["N", c, "H", "W"]}, ["y"],
+                        {"w": _weights(o, c // group, 3, 3), "b": _weights(o, seed=1)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    _runs_like_ort(model, module, [{"x": (1, c, 9, 13)}, {"x": (2, c, 20, 17)}])
+
+
+def test_a_static_grouped_conv_is_compiled_too():
+    nodes = [oh.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                          group=2)]
+    model = graph_model(nodes, {"x": ["N", 8, 12, 12]}, ["y"], {"w": _weights(16, 4, 3, 3)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    _runs_like_ort(model, module, [{"x": (1, 8, 12, 12)}, {"x": (2, 8, 12, 12)}])
+
+
+@pytest.mark.parametrize("stride,pad,k", [(2, 1, 4), (1, 1, 3), (2, 0, 3)])
+def test_a_conv_transpose_over_symbolic_hw(stride, pad, k):
+    """Decomposed to a conv with input dilation, which the direct form dilates in its
+    zero-padded copy of the input."""
+    nodes = [oh.make_node("ConvTranspose", ["x", "w", "b"], ["c"], kernel_shape=[k, k],
+                          pads=[pad] * 4, strides=[stride] * 2),
+             oh.make_node("Relu", ["c"], ["y"])]
+    model = graph_model(nodes, {"x": ["N", 8, "H", "W"]}, ["y"],
+                        {"w": _weights(8, 12, k, k), "b": _weights(12, seed=1)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    _runs_like_ort(model, module, [{"x": (1, 8, 7, 9)}, {"x": (2, 8, 12, 5)}])
+
+
+def test_attention_products_over_a_symbolic_sequence():
+    """softmax(q . k^T * scale) . v, [B, heads, S, D]: both products are kernels (the
+    scale moved into the first as its epilogue)."""
+    scale = oh.make_tensor("scale", onnx.TensorProto.FLOAT, [], [0.125])
+    nodes = [oh.make_node("MatMul", ["q", "kt"], ["s"]), oh.make_node("Mul", ["s", "scale"], ["z"]),
+             oh.make_node("Softmax", ["z"], ["p"], axis=-1),
+             oh.make_node("MatMul", ["p", "v"], ["y"])]
+    graph = oh.make_graph(
+        nodes, "attention",
+        [oh.make_tensor_value_info("q", 1, ["B", 4, "S", 16]),
+         oh.make_tensor_value_info("kt", 1, ["B", 4, 16, "S"]),
+         oh.make_tensor_value_info("v", 1, ["B", 4, "S", 16])],
+        [oh.make_tensor_value_info("y", 1, None)], [scale])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 9
+    model = onnx.shape_inference.infer_shapes(model)
+    module, report = _compile(model)
+    assert report.matmuls == 2
+    _in_kernels(module, "prim.dot_general", "matmul")
+    first = next(op for op in module.walk() if isinstance(op, TvmKernelOp)
+                 and op.kind == "matmul")
+    assert "prim.mul" in [op.name for op in first.body.block.ops]  # the scale moved in
+    _runs_like_ort(model, module, [
+        {"q": (1, 4, 7, 16), "kt": (1, 4, 16, 7), "v": (1, 4, 7, 16)},
+        {"q": (2, 4, 37, 16), "kt": (2, 4, 16, 37), "v": (2, 4, 37, 16)}])
+
+
+def test_a_product_contracting_both_last_dims():
+    """q . k with k untransposed ([B, S, D] x [B, S, D], contracting D of both)."""
+    model = graph_model([oh.make_node("Einsum", ["q", "k"], ["y"], equation="bid,bjd->bij")],
+                        {"q": ["B", "S", 24], "k": ["B", "T", 24]}, ["y"], {}, opset=17)
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.dot_general", "matmul")
+    _runs_like_ort(model, module, [{"q": (1, 5, 24), "k": (1, 19, 24)},
+                                   {"q": (3, 33, 24), "k": (3, 2, 24)}])
+
+
+@pytest.mark.parametrize("case", ["conv_dynamic_hw", "value_info_expr_dims"])
+def test_the_real_model_reproducers_run_their_conv_in_a_kernel(case):
+    path = REPRO / f"{case}.onnx"
+    if not path.exists():
+        pytest.skip(f"{path} is absent")
+    model = onnx.load(str(path))
+    module, report = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    data = np.load(REPRO / f"{case}.npz")
+    feeds = {k[3:]: data[k] for k in data.files if k.startswith("in_")}
+    got = TvmInterpreter(module).run(module.funcs[0], feeds)
+    for k in data.files:
+        if k.startswith("out_"):
+            ref = data[k]
+            assert np.abs(got[k[4:]] - ref).max() / np.abs(ref).max() < 1e-4
+
+
+@pytest.mark.parametrize("rank", [1, 2])
+def test_a_symbolic_conv_by_a_computed_kernel(rank):
+    """The kernel an input (a derivative's, a dequantized one): read unpacked."""
+    k = [3] * rank
+    model = graph_model(
+        [oh.make_node("Conv", ["x", "w"], ["c"], kernel_shape=k, pads=[1] * 2 * rank),
+         oh.make_node("Relu", ["c"], ["y"])],
+        {"x": ["N", 3] + ["H", "W"][:rank], "w": [8, 3] + k}, ["y"], {})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    spatial = (11, 19)[:rank]
+    _runs_like_ort(model, module, [{"x": (1, 3, *spatial), "w": (8, 3, *k)},
+                                   {"x": (2, 3, *(s + 5 for s in spatial)), "w": (8, 3, *k)}])
+
+
+def test_explain_gives_the_reason_a_conv_stays_a_library_call(tmp_path):
+    """A static convolution by a computed kernel (an input, not a constant) is not
+    compiled (the fast paths pack constant weights), and `pir codegen --explain` says why."""
+    model = graph_model([oh.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])],
+                        {"x": ["N", 3, 16, 16], "w": [4, 3, 3, 3]}, ["y"], {})
+    onnx.save(model, tmp_path / "m.onnx")
+    assert cli("import", tmp_path / "m.onnx", "-o", tmp_path / "n.pir")[0] == 0
+    assert cli("optimize", tmp_path / "n.pir", "-p", FUSE, "-o", tmp_path / "f.pir")[0] == 0
+    code, _, err = cli("codegen", tmp_path / "f.pir", "--explain", "-o", tmp_path / "k.pir")
+    assert code == 0, err
+    assert "prim.conv x1: a convolution outside kernels" in err
+    assert "its kernel is computed: the static fast paths pack constant weights only" in err
