@@ -7,15 +7,16 @@ printed by TVM's CUDA code generator, :mod:`.tvm_gen`).  Groups a generator cann
 ``fusion.group`` (the cuda runtime runs them on the host with the reference rules) and the
 report says why.  Groups that compute the same thing share one symbol and one source, as
 for the CPU (:func:`pir.codegen.tvm.codegen.group_key`); symbols are C identifiers made from
-the first result's name (:func:`pir.codegen.tvm.codegen.mangle`).  Nothing is compiled here:
-the cuda runtime compiles each source with NVRTC (cached by content).
+the first result's name, always prefixed ``k_`` (:func:`cuda_symbol`).  Nothing is compiled
+here: the cuda runtime compiles each source with NVRTC (cached by content).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-from pir.codegen.tvm.codegen import group_key, mangle
+from pir.codegen.tvm.codegen import group_key
 from pir.errors import PirError, one_line
 from pir.ir.core import Operation
 from pir.ir.dialects.builtin import ModuleOp
@@ -24,7 +25,8 @@ from pir.ir.dialects.kernel import CublasOp, CudaKernelOp, TvmKernelOp
 from pir.ir.printer import settle_names
 from pir.ir.types import DType, TensorType
 
-__all__ = ["CudaReport", "codegen_cuda", "matmul_form", "regenerate", "KERNELS", "ARCHS"]
+__all__ = ["CudaReport", "codegen_cuda", "cuda_symbol", "matmul_form", "regenerate", "KERNELS",
+           "ARCHS", "CUDA_SYMBOL_PREFIX"]
 
 KERNELS = ("native", "tvm")
 ARCHS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_100")
@@ -126,7 +128,7 @@ def codegen_cuda(module: ModuleOp, arch: str = "sm_90", kernels: str = "native")
             report.kept.append((first or "?", failed[key]))
             continue
         if key not in made:
-            base = _cuda_symbol(mangle(first))
+            base = cuda_symbol(first)
             symbol, k = base, 1
             while symbol in used:
                 symbol, k = f"{base}_{k}", k + 1
@@ -146,24 +148,22 @@ def codegen_cuda(module: ModuleOp, arch: str = "sm_90", kernels: str = "native")
     return report
 
 
-# Names a CUDA kernel must not take besides C's (pir.codegen.tvm.codegen.mangle): C++'s
-# keywords and alternative tokens (CUDA C is C++: `xor` is an operator), CUDA's built-in
-# variables, vector types and the device functions a source may call.
-_CUDA_RESERVED = frozenset("""
-    and and_eq bitand bitor compl not not_eq or or_eq xor xor_eq alignas alignof asm bool
-    catch char16_t char32_t class const_cast constexpr decltype delete dynamic_cast explicit
-    export false friend mutable namespace new noexcept nullptr operator private protected
-    public reinterpret_cast static_assert static_cast template this thread_local throw true
-    try typeid typename using virtual wchar_t concept requires co_await co_return co_yield
-    threadIdx blockIdx blockDim gridDim warpSize dim3 min max abs clock clock64 assert printf
-    uint2 uint4 int2 int4 float2 float4 double2 half half2 __half __nv_bfloat16 bool
-    expf logf log1pf expm1f sqrtf rsqrtf sinf cosf tanf tanhf asinf acosf atanf sinhf coshf
-    asinhf acoshf atanhf erff floorf ceilf rintf fabsf fmodf powf atan2f fmaxf fminf isnan isinf
-    rint fmax fmin atan2 asinh acosh atanh expm1""".split())
+#: Every CUDA kernel symbol starts with this.  A kernel is compiled with the CUDA headers,
+#: which declare the C library, POSIX (``select``, ``read``, ``time`` ...), CUDA's math API
+#: and C++'s keywords and operators in the global namespace, a set that changes with the glibc
+#: and CUDA versions; a list of names to avoid was always one short (``xor``, then
+#: ``select``).  No C, POSIX, CUDA or C++ name begins with ``k_``, so a prefixed symbol can
+#: clash with none of them, and it stays readable (``select`` -> ``k_select``).
+CUDA_SYMBOL_PREFIX = "k_"
 
 
-def _cuda_symbol(name: str) -> str:
-    return name + "_k" if name in _CUDA_RESERVED else name
+def cuda_symbol(name: str | None) -> str:
+    """The CUDA C kernel symbol for a group whose first result is ``name``:
+    ``gpu_0/data_0`` -> ``k_gpu_0_data_0``, ``select`` -> ``k_select``.  Runs of characters
+    that are not C identifier characters, and of underscores, become one underscore (C++
+    reserves every name holding ``__``); ``None`` or nothing left gives ``k_kernel``."""
+    base = re.sub(r"[\W_]+", "_", name or "", flags=re.ASCII).strip("_") or "kernel"
+    return CUDA_SYMBOL_PREFIX + base
 
 
 def _bound(group: GroupOp | CudaKernelOp) -> set[str]:

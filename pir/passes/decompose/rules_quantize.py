@@ -22,7 +22,7 @@ from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
 from pir.passes.decompose.rules_linalg import conform, matmul, shape
 
-__all__ = ["saturate", "per_axis"]
+__all__ = ["saturate", "per_axis", "dynamic_quantize"]
 
 _NARROW = (DType.F16, DType.BF16)
 
@@ -96,20 +96,27 @@ def dequantize_linear(b: PrimBuilder, op: Operation) -> list[Value]:
     return [b.cast(y, op.y.type.dtype)]
 
 
-@decomposes("nn.dynamic_quantize_linear")
-def dynamic_quantize_linear(b: PrimBuilder, op: Operation) -> list[Value]:
-    """The scale maps [min(x, 0), max(x, 0)] onto [0, 255]: (hi - lo) / 255 (1 / 255 when
-    hi = lo); the zero point is round(-lo / scale); then quantise to ui8."""
-    x, f32 = op.x, DType.F32
-    axes = range(len(shape(b, x, "dynamic quantisation input")))
+def dynamic_quantize(b: PrimBuilder, x: Value, span: Value | None = None
+                     ) -> tuple[Value, Value, Value]:
+    """ui8 quantisation of f32 ``x`` by the range of ``span`` (default: x): the scale maps
+    [min(span, 0), max(span, 0)] onto [0, 255]: (hi - lo) / 255 (1 / 255 when hi = lo); the
+    zero point is round(-lo / scale).  Returns (y, scale, zero point as an f32 integer)."""
+    f32 = DType.F32
+    span = x if span is None else span
+    axes = range(len(shape(b, span, "dynamic quantisation input")))
     zero = b.const(0, f32)
-    hi = b.op("max", b.reduce("max", x, axes, keepdims=False), zero)
-    lo = b.op("min", b.reduce("min", x, axes, keepdims=False), zero)
-    span = b.op("select", b.op("eq", hi, lo), b.const(1, f32), b.op("sub", hi, lo))
-    scale = b.op("div", span, b.const(255, f32))
+    hi = b.op("max", b.reduce("max", span, axes, keepdims=False), zero)
+    lo = b.op("min", b.reduce("min", span, axes, keepdims=False), zero)
+    width = b.op("select", b.op("eq", hi, lo), b.const(1, f32), b.op("sub", hi, lo))
+    scale = b.op("div", width, b.const(255, f32))
     zp = b.op("sub", zero, b.op("div", lo, scale))
     zp = b.op("round", b.op("min", b.op("max", zp, zero), b.const(255, f32)))
-    y = saturate(b, b.div(x, scale), zp, DType.U8)
+    return saturate(b, b.div(x, scale), zp, DType.U8), scale, zp
+
+
+@decomposes("nn.dynamic_quantize_linear")
+def dynamic_quantize_linear(b: PrimBuilder, op: Operation) -> list[Value]:
+    y, scale, zp = dynamic_quantize(b, op.x)
     return [y, scale, b.cast(zp, DType.U8)]
 
 

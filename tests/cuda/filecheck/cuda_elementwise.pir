@@ -1,12 +1,12 @@
-// RUN: d=$(mktemp -d) && pir codegen %s --target cuda --emit-sources $d -o $d/out.pir && filecheck %s < $d/y.cu && rm -r $d
+// RUN: d=$(mktemp -d) && pir codegen %s --target cuda --emit-sources $d -o $d/out.pir && filecheck %s < $d/k_y.cu && rm -r $d
 // RUN: pir codegen %s --target cuda | filecheck %s --check-prefix=IR
 // An elementwise group (bias add, then GELU in erf form) becomes one CUDA kernel: a
 // grid-stride loop over float4 vectors of x (one 16-byte load for 4 lanes), the bias read by
 // one 16-byte load per 4 lanes (its index is the lane's column), every op inlined with the
 // splat constants as literals, one 16-byte store; then a scalar loop for the tail.
 
-// CHECK:      // pir kernel y: pointwise, 256 threads, 4-wide vector loads and stores
-// CHECK-NEXT: extern "C" __global__ void __launch_bounds__(256) y(
+// CHECK:      // pir kernel k_y: pointwise, 256 threads, 4-wide vector loads and stores
+// CHECK-NEXT: extern "C" __global__ void __launch_bounds__(256) k_y(
 // CHECK-NEXT:     const float* __restrict__ in0,
 // CHECK-NEXT:     const float* __restrict__ in1,
 // CHECK-NEXT:     float* __restrict__ out0,
@@ -30,7 +30,7 @@
 // CHECK:      }
 
 // IR:      %y = kernel.cuda(%x, %b) ({
-// IR:      }) {kind = "elementwise", symbol = "y", source = "// pir kernel y:
+// IR:      }) {kind = "elementwise", symbol = "k_y", source = "// pir kernel k_y:
 // IR-SAME: arch = "sm_90", generator = "native", grid = "min(cdiv({N} * 256, 1024), 8192)", block = [256, 1, 1], shared_mem = 0, args = ["in:0", "in:1", "out:0", "dim:N:i64"], pir.name = "y"}
 
 module @test_gelu {

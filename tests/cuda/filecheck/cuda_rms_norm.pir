@@ -1,11 +1,11 @@
-// RUN: d=$(mktemp -d) && pir codegen %s --target cuda --emit-sources $d -o $d/out.pir && filecheck %s < $d/y.cu && rm -r $d
+// RUN: d=$(mktemp -d) && pir codegen %s --target cuda --emit-sources $d -o $d/out.pir && filecheck %s < $d/k_y.cu && rm -r $d
 // An rms_norm group on rows of 4096 float32: a block of 256 threads per row; each thread
 // loads its 16 elements of x once, as 4 float4 loads into registers (c_in0), squares and sums
 // them, the warps reduce by shuffles and then through shared memory, and the output pass
 // reads x from those registers again: x is read from memory once.  The weight is read by
 // 16-byte loads along the row.
 
-// CHECK:      // pir kernel y: row reduction, a block of 256 per row, 4-wide vector loads, row kept in registers (input read once)
+// CHECK:      // pir kernel k_y: row reduction, a block of 256 per row, 4-wide vector loads, row kept in registers (input read once)
 // CHECK:        const long long row = blockIdx.x;
 // CHECK:        alignas(16) float c_in0[16];
 // CHECK:        for (int it = 0; it < 4; ++it) {

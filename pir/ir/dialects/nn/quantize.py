@@ -135,16 +135,21 @@ class DynamicQuantizeLinear(Operation):
 _INT8 = frozenset({DType.I8, DType.U8})
 
 
+#: ONNX's MatMulInteger takes 8-bit operands; onnxruntime's MatMulInteger16 16-bit ones.
+_INT8_16 = frozenset(_INT8 | {DType.I16, DType.U16})
+
+
 class MatMulInteger(Operation):
     """y = (a - a_zero_point) @ (b - b_zero_point) in i32, with numpy.matmul semantics; the zero
-    points are scalars, per row of a or per column of b."""
+    points are scalars, per row of a or per column of b.  Operands are 8-bit (ONNX's
+    MatMulInteger) or 16-bit (onnxruntime's MatMulInteger16; the i32 sum may wrap)."""
 
     name = "nn.matmul_integer"
     traits = frozenset({Pure})
-    a = operand(dtypes=_INT8)
-    b = operand(dtypes=_INT8)
-    a_zero_point = operand(optional=True, dtypes=_INT8)
-    b_zero_point = operand(optional=True, dtypes=_INT8)
+    a = operand(dtypes=_INT8_16)
+    b = operand(dtypes=_INT8_16)
+    a_zero_point = operand(optional=True, dtypes=_INT8_16)
+    b_zero_point = operand(optional=True, dtypes=_INT8_16)
     y = result()
 
     def infer(self):

@@ -75,14 +75,21 @@ def dequantize_linear(op, *arrays):
     return (dx * scale).astype(op.results[0].type.dtype.numpy)
 
 
-@evaluates("nn.dynamic_quantize_linear")
-def dynamic_quantize_linear(op, x):
-    hi = np.float32(np.max(x, initial=0.0))  # the range always includes 0
-    lo = np.float32(np.min(x, initial=0.0))
+def dynamic_quantize(x: np.ndarray, span: np.ndarray | None = None):
+    """ui8 quantisation of f32 ``x`` with the scale and zero point mapping the range of
+    ``span`` (default: x), widened to include 0, onto [0, 255]: (y, scale, zero point)."""
+    span = x if span is None else span
+    hi = np.float32(np.max(span, initial=0.0))  # the range always includes 0
+    lo = np.float32(np.min(span, initial=0.0))
     scale = np.float32(1.0 if hi == lo else hi - lo) / np.float32(255)
     zp = np.rint(np.clip(np.float32(0) - lo / scale, 0, 255))
     y = np.clip(np.rint(x / scale) + zp, 0, 255)
     return y.astype(np.uint8), np.array(scale, np.float32), np.array(zp).astype(np.uint8)
+
+
+@evaluates("nn.dynamic_quantize_linear")
+def dynamic_quantize_linear(op, x):
+    return dynamic_quantize(x)
 
 
 def _per_row(p: np.ndarray) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 
 from pir.ir.dialects.nn.recurrent import ACTIVATIONS
 from pir.runtimes.reference.registry import evaluates, operand_arrays
+from pir.runtimes.reference.rules.quantize import dynamic_quantize
 
 Fn = Callable[[np.ndarray], np.ndarray]
 
@@ -21,8 +22,11 @@ Fn = Callable[[np.ndarray], np.ndarray]
 _PARAM_DEFAULTS = {"leakyrelu": (0.01, 0.0), "thresholdedrelu": (1.0, 0.0),
                    "hardsigmoid": (0.2, 0.5), "elu": (1.0, 0.0), "affine": (1.0, 0.0),
                    "scaledtanh": (1.0, 1.0)}
+_LSTM_ACTIVATIONS = ("sigmoid", "tanh", "tanh")
 _DEFAULT_ACTIVATIONS = {"nn.rnn": ("tanh",), "nn.gru": ("sigmoid", "tanh"),
-                        "nn.lstm": ("sigmoid", "tanh", "tanh")}
+                        "nn.lstm": _LSTM_ACTIVATIONS,
+                        "nn.dynamic_quantize_lstm": _LSTM_ACTIVATIONS,
+                        "nn.dynamic_quantize_lstm_recurrence": _LSTM_ACTIVATIONS}
 
 
 def _activation(name: str, alpha: float, beta: float) -> Fn:
@@ -142,3 +146,99 @@ def recurrent(op, *arrays):
         y = y.transpose(2, 0, 1, 3)
         outs = [s.swapaxes(0, 1) for s in outs]
     return (y, *outs)
+
+
+# -- nn.dynamic_quantize_lstm: onnxruntime's DynamicQuantizeLSTM ------------------------------
+#
+# What onnxruntime computes (onnxruntime/core/providers/cpu/rnn/uni_directional_lstm.cc with
+# one thread): X W for all steps in one quantised GEMM, then per step H_{t-1} R, each operand
+# quantised to ui8 by its own range.  The step loop runs every batch entry in step order from
+# its own start (a reversed entry from its last valid position), so the entries quantised
+# together at step s are the ones onnxruntime groups.
+
+
+def _centered(w: np.ndarray, zp: np.ndarray) -> np.ndarray:
+    """Weights [rows, 4h] minus their zero point (one, or one per column), in i32."""
+    return w.astype(np.int32) - zp.astype(np.int32)
+
+
+def _qdot(a: np.ndarray, w_centered: np.ndarray, w_scale: np.ndarray,
+          span: np.ndarray | None = None) -> np.ndarray:
+    """f32 ``a`` [rows, k] quantised by the range of ``span`` (default: a), times the centred
+    weights [k, n]: the exact i32 sum, in f32, times the f32 product of the scales."""
+    q, scale, zp = dynamic_quantize(a, span)
+    acc = (q.astype(np.int32) - np.int32(zp)) @ w_centered
+    return acc.astype(np.float32) * (scale * w_scale.astype(np.float32))
+
+
+def _lengths(lens: np.ndarray | None, seq: int, batch: int) -> np.ndarray:
+    return np.full(batch, seq, np.int64) if lens is None else lens.astype(np.int64)
+
+
+def _input_projection(x, w, w_scale, w_zp, lens) -> np.ndarray:
+    """X W of every step and direction, [seq, batch, dirs, 4h].  X is quantised once, by the
+    range of its first max(sequence_lens) steps (the ones onnxruntime's GEMM reads)."""
+    seq, batch, n_in = x.shape
+    lens = _lengths(lens, seq, batch)
+    used = x[:int(lens.max(initial=0))]
+    flat = x.reshape(seq * batch, n_in)
+    out = [_qdot(flat, _centered(w[d], w_zp[d]), w_scale[d], used).reshape(seq, batch, -1)
+           for d in range(w.shape[0])]
+    return np.stack(out, axis=2)
+
+
+def _quantized_recurrence(op, xw, r, b, lens, h0, c0, p, r_scale, r_zp):
+    seq, batch, dirs, four_h = xw.shape
+    hidden = four_h // 4
+    f32 = np.float32
+    lens = _lengths(lens, seq, batch)
+    steps = int(lens.max(initial=0))
+    fns, clip = _activations(op), _clipper(op.clip)
+    rows = np.arange(batch)
+    y = np.zeros((seq, dirs, batch, hidden), f32)
+    finals_h, finals_c = [], []
+    for d in range(dirs):
+        f, g, act_h = fns[d]
+        h = np.zeros((batch, hidden), f32) if h0 is None else h0[d].astype(f32)
+        c = np.zeros((batch, hidden), f32) if c0 is None else c0[d].astype(f32)
+        # onnxruntime adds Wb + Rb (summed first) after the products and the peepholes
+        bias = np.zeros(four_h, f32) if b is None else b[d, :four_h] + b[d, four_h:]
+        bi, bo, bf, bc = np.split(bias, 4)
+        pi, po, pf = np.split(np.zeros(3 * hidden, f32) if p is None else p[d], 3)
+        rc = _centered(r[d], r_zp[d])
+        backward = op.direction == "reverse" or d == 1
+        previous = h  # what the next product quantises: the last step's output
+        for s in range(steps):
+            active = s < lens
+            pos = np.where(active, lens - 1 - s if backward else s, 0)
+            gates = xw[pos, rows, d] + _qdot(previous, rc, r_scale[d])
+            gi, go, gf, gc = np.split(gates, 4, axis=-1)
+            i = f(clip(gi + pi * c + bi))
+            forget = 1 - i if op.input_forget else f(clip(gf + pf * c + bf))
+            c_new = forget * c + i * g(clip(gc + bc))
+            o = f(clip(go + po * c_new + bo))
+            h_new = (o * act_h(c_new)).astype(f32)
+            keep = active[:, None]
+            h, c = np.where(keep, h_new, h), np.where(keep, c_new, c).astype(f32)
+            previous = np.where(keep, h_new, 0).astype(f32)
+            y[pos[active], d, rows[active]] = h_new[active]
+        ended = (lens == 0)[:, None]  # an empty sequence's final states are zero
+        finals_h.append(np.where(ended, 0, h).astype(f32))
+        finals_c.append(np.where(ended, 0, c).astype(f32))
+    return y, np.stack(finals_h), np.stack(finals_c)
+
+
+@evaluates("nn.dynamic_quantize_lstm")
+def dynamic_quantize_lstm(op, *arrays):
+    a = operand_arrays(op, arrays)
+    xw = _input_projection(a["x"], a["w"], a["w_scale"], a["w_zero_point"], a["sequence_lens"])
+    return _quantized_recurrence(op, xw, a["r"], a["b"], a["sequence_lens"], a["initial_h"],
+                                 a["initial_c"], a["p"], a["r_scale"], a["r_zero_point"])
+
+
+@evaluates("nn.dynamic_quantize_lstm_recurrence")
+def dynamic_quantize_lstm_recurrence(op, *arrays):
+    a = operand_arrays(op, arrays)
+    return _quantized_recurrence(op, a["xw"], a["r"], a["b"], a["sequence_lens"],
+                                 a["initial_h"], a["initial_c"], a["p"], a["r_scale"],
+                                 a["r_zero_point"])
