@@ -1,0 +1,68 @@
+"""`pir run --check` on a quantized (QDQ) model: ORT_ENABLE_ALL, counted in quanta
+(pir.runtimes.ort.quanta)."""
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from helpers import cli
+from pir.runtimes.ort.quanta import is_quantized, output_quanta, quanta_agreement
+
+
+def _qdq_model() -> onnx.ModelProto:
+    """x -> Q/DQ -> Conv (int8 weights through DQ) -> Relu -> Q/DQ -> y: what onnxruntime's
+    static quantizer writes."""
+    rng = np.random.default_rng(0)
+    w = rng.integers(-60, 60, size=(8, 3, 3, 3), dtype=np.int8)
+    inits = [numpy_helper.from_array(np.float32(0.02), "xs"),
+             numpy_helper.from_array(np.uint8(128), "xz"),
+             numpy_helper.from_array(w, "wq"),
+             numpy_helper.from_array(np.float32(0.01), "ws"),
+             numpy_helper.from_array(np.int8(0), "wz"),
+             numpy_helper.from_array(np.float32(0.05), "ys"),
+             numpy_helper.from_array(np.uint8(0), "yz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="q0"),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"], name="dq0"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "wz"], ["wd"], name="dqw"),
+             helper.make_node("Conv", ["xd", "wd"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("QuantizeLinear", ["r", "ys", "yz"], ["rq"], name="q1"),
+             helper.make_node("DequantizeLinear", ["rq", "ys", "yz"], ["y"], name="dq1")]
+    graph = helper.make_graph(
+        nodes, "qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_quanta_of_outputs():
+    model = _qdq_model()
+    assert is_quantized(model)
+    assert output_quanta(model) == {"y": np.float32(0.05).item()}
+
+
+def test_agreement_counts_flipped_quanta():
+    want = np.arange(1000, dtype=np.float32) * 0.05
+    assert quanta_agreement(want, want, 0.05).ok
+    one = want.copy()
+    one[:5] += 0.05  # five elements one quantum up: 0.5% flipped
+    r = quanta_agreement(one, want, 0.05)
+    assert r.ok and r.flipped == 5 and abs(r.max_quanta - 1.0) < 1e-4
+    many = want.copy()
+    many[:20] += 0.05  # 2%: too many
+    assert not quanta_agreement(many, want, 0.05).ok
+    far = want.copy()
+    far[0] += 0.15  # one element three quanta off
+    assert not quanta_agreement(far, want, 0.05).ok
+
+
+def test_check_of_a_qdq_model_uses_the_quanta_measure(tmp_path):
+    onnx.save(_qdq_model(), tmp_path / "m.onnx")
+    x = np.random.default_rng(1).normal(size=(1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    assert cli("import", tmp_path / "m.onnx", "-o", tmp_path / "n.pir")[0] == 0
+    code, out, err = cli("optimize", tmp_path / "n.pir", "-o", tmp_path / "o.pir")
+    assert code == 0, err
+    code, out, err = cli("run", tmp_path / "o.pir", "--inputs", tmp_path / "in.npz",
+                         "--check", tmp_path / "m.onnx")
+    assert code == 0, out + err
+    assert "elements flipped" in out and "vs ORT_ENABLE_ALL" in out
