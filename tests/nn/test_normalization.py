@@ -253,3 +253,45 @@ def test_lp_normalization_p_must_be_1_or_2():
     x = randn(2, 3)
     with pytest.raises(PirError, match="p must be 1 or 2, got 3"):
         import_model(node_model("LpNormalization", {"x": x}, ["y"], p=3))
+
+
+# -- long rows: sums accumulated in f64 ---------------------------------------------------------
+
+def _confident_rows(n: int = 100_000) -> np.ndarray:
+    """Rows of logits with one confident class: every other exp(x - max) is ~5e-8, under
+    half an ulp of the 1.0 of the confident class, so a sequential f32 denominator drops
+    them all (0.5% of the sum here)."""
+    x = np.random.default_rng(3).uniform(-5.2, -4.8, (2, n)).astype(np.float32)
+    x[:, 0] = 12.0
+    return x
+
+
+@pytest.mark.parametrize("op_type", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_softmax_family_over_long_axes(op_type, axis):
+    x = _confident_rows()
+    x = np.ascontiguousarray(x.T) if axis == 0 else x
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(axis, keepdims=True)
+    log_sum = np.log(np.exp(shifted).sum(axis, keepdims=True))
+    want = np.exp(shifted - log_sum) if op_type == "Softmax" else shifted - log_sum
+    model = node_model(op_type, {"x": x}, ["y"], axis=axis)
+    check_model(model, {"x": x}, rtol=0, atol=2e-7 * np.abs(want).max(),
+                expected={"y": want.astype(np.float32)})
+
+
+def test_layer_norm_and_rms_norm_of_long_rows():
+    # rows of 1.0 and 3e-8s, whose mean one sequential f32 accumulator gets 3e-3 wrong (numpy's
+    # pairwise sum along the row got it right here: this guards the f64 statistics)
+    x = np.full((2, 100_000), 3e-8, np.float32)
+    x[:, 0] = 1.0
+    x64 = x.astype(np.float64)
+    centred = x64 - x64.mean(1, keepdims=True)
+    layer = centred / np.sqrt((centred * centred).mean(1, keepdims=True) + 1e-5)
+    rms = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-5)
+    model = node_model("LayerNormalization", {"x": x}, ["y"], opset=17, axis=-1, epsilon=1e-5,
+                       initializers={"s": np.ones(100_000, np.float32)})
+    check_model(model, {"x": x}, rtol=1e-5, atol=1e-6, expected={"y": layer.astype(np.float32)})
+    model = node_model("RMSNormalization", {"x": x}, ["y"], opset=23, axis=-1, epsilon=1e-5,
+                       initializers={"s": np.ones(100_000, np.float32)})
+    check_model(model, {"x": x}, rtol=1e-6, atol=1e-7, expected={"y": rms.astype(np.float32)})

@@ -195,3 +195,31 @@ def test_reduce_axes_of_wrong_type_is_an_error():
     model = node_model("ReduceSum", {"x": x}, ["y"], initializers={"axes": np.array([1], np.int32)})
     with pytest.raises(PirError, match="operand 'axes' has element type i32, expected one of i64"):
         import_model(model)
+
+
+# -- long float sums: accumulated in f64 -------------------------------------------------------
+
+def _long_column(n: int = 100_000) -> np.ndarray:
+    """[n, 2]: 1.0, then n - 1 terms of 3e-8 in each column (a sequential f32 sum gives 1.0)."""
+    x = np.full((n, 2), 3e-8, np.float32)
+    x[0] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("op_type", ["ReduceSum", "ReduceMean", "ReduceL1", "ReduceSumSquare",
+                                     "ReduceLogSumExp"])
+def test_long_reductions_over_a_strided_axis_are_exact(op_type):
+    x = _long_column()
+    if op_type == "ReduceSumSquare":
+        x = np.sqrt(x).astype(np.float32)
+    if op_type == "ReduceLogSumExp":
+        x = np.log(x).astype(np.float32)
+    x64 = x.astype(np.float64)
+    want = {"ReduceSum": lambda: x64.sum(0), "ReduceMean": lambda: x64.mean(0),
+            "ReduceL1": lambda: np.abs(x64).sum(0), "ReduceSumSquare": lambda: (x64 * x64).sum(0),
+            "ReduceLogSumExp": lambda: np.log(np.exp(x64).sum(0))}[op_type]()
+    model = node_model(op_type, {"x": x}, ["y"], opset=18, keepdims=0,
+                       initializers={"axes": np.array([0], np.int64)})
+    # the log of a sum near 1 is within an ulp of that sum (1.2e-7), not of the log
+    atol = 1.2e-7 if op_type == "ReduceLogSumExp" else 0
+    check_model(model, {"x": x}, rtol=1e-6, atol=atol, expected={"y": want.astype(np.float32)})

@@ -118,3 +118,35 @@ def test_cumsum(axis, exclusive, reverse):
 def test_type_rule_errors(cls, types, attrs, message):
     with pytest.raises(PirError, match=message):
         make_module(OPS[f"prim.{cls}"], types, **attrs)
+
+
+def long_terms(n: int) -> np.ndarray:
+    """1.0 and then n - 1 terms of 3e-8, each under half an ulp of 1.0: one f32 accumulator
+    that takes them in turn stays at 1.0."""
+    x = np.full(n, 3e-8, np.float32)
+    x[0] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_long_reduce_sum_is_correctly_rounded(axis):
+    # the reference accumulates f32 sums in f64 (rules.reduce.exact_sum): over a strided
+    # axis numpy adds row after row, one f32 accumulator; along a contiguous one its
+    # pairwise sum still drops the small terms of the lane that holds the 1.0
+    x = long_terms(100_000)
+    exact = np.float32(np.sum(x.astype(np.float64)))
+    sequential = np.cumsum(x, dtype=np.float32)[-1]
+    assert abs(float(sequential) - float(exact)) / float(exact) > 1e-3  # visibly wrong
+    arr = np.ascontiguousarray(x[:, None] if axis == 0 else x[None, :])
+    check_op(OPS["prim.reduce_sum"], [[arr]], lambda a: np.array([exact], np.float32),
+             axes=[axis], rtol=0, atol=0)
+
+
+def test_long_f16_reduce_sum_rounds_once():
+    # f16 terms accumulate in f64, rounded to f32 and then to f16 (as the kernels do)
+    x = np.full((1, 70_000), 1e-3, np.float16)
+    x[0, 0] = 8.0
+    exact = np.sum(x.astype(np.float64))
+    check_op(OPS["prim.reduce_sum"], [[x]],
+             lambda a: np.array([np.float32(exact)], np.float32).astype(np.float16), axes=[1],
+             rtol=0, atol=0)

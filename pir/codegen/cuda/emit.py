@@ -27,7 +27,9 @@ import numpy as np
 from pir.codegen.cuda import dtypes as dt
 from pir.codegen.cuda.limits import bits
 from pir.codegen.cuda.ops import reducer, spell
+from pir.codegen.sums import CUDA_SUMS, SumBlocks
 from pir.errors import PirError
+from pir.ir.dimexpr import DimExpr, FloorDiv
 from pir.ir.core import OpResult, Value, attr_or_default
 from pir.ir.types import TensorType
 
@@ -77,8 +79,9 @@ def _mul(a: str, b: str) -> str:
 class Emitter:
     """Emits the statements of one kernel body; see the module docstring."""
 
-    def __init__(self, dims: dict[str, str]):
+    def __init__(self, dims: dict[str, str], sums: SumBlocks = CUDA_SUMS):
         self.lines: list[str] = []
+        self.sums = sums  # how long float sums are taken (pir.codegen.sums)
         self.depth = 1
         self.memo: list[dict] = [{}]
         self.n = 0
@@ -146,6 +149,8 @@ class Emitter:
     def dim(self, d) -> str:
         if isinstance(d, int):
             return str(d)
+        if isinstance(d, DimExpr):
+            return c_dim_expr(d, self.dims)
         return self.dims[d]
 
     def count(self, shape) -> str:
@@ -396,12 +401,26 @@ def _reduce(e: Emitter, op, idx, lin) -> str:
         else:
             sidx.append(idx[k])
             k += 1
+    count = static_count([src[a] for a in axes])
+    blocked = op.name == "prim.reduce_sum" and ctype == "float" and (
+        count is None or count > e.sums.terms)
+    if blocked:  # a long f32 sum: partials of `terms` terms into an f64 total
+        total, k = e.fresh("tot"), e.fresh("cnt")
+        e.line(f"double {total} = 0.0;")
+        e.line(f"int {k} = 0;")
     with contextlib.ExitStack() as stack:
         for a in axes:
             stack.enter_context(e.scope(f"for ({IDX} {loops[a]} = 0; {loops[a]} < "
                                         f"{e.dim(src[a])}; ++{loops[a]})"))
         xv = e.value(x, tuple(sidx))
         e.line(f"{acc} = {spell(combine, fam, ctype, bits(ctype), [acc, xv])};")
+        if blocked:
+            with e.scope(f"if (++{k} == {e.sums.terms})"):
+                e.line(f"{total} += (double){acc};")
+                e.line(f"{acc} = 0.0f;")
+                e.line(f"{k} = 0;")
+    if blocked:
+        acc = e.let(ctype, f"(float)({total} + (double){acc})")
     return e.let(ctype, dt.rounded(x.type.dtype, acc))  # accumulated in f32, rounded once
 
 
@@ -483,3 +502,52 @@ def splat_value(arr: np.ndarray):
 
 def static_count(shape) -> int | None:
     return prod(shape) if all(isinstance(d, int) for d in shape) else None
+
+
+def launch_dim_expr(d) -> str:
+    """Dim ``d`` in the launch-expression language (pir.codegen.cuda.launch): ``{name}`` for
+    a symbol's size, ``//``, ``min``, ``max``."""
+    if isinstance(d, int):
+        return str(d)
+    if isinstance(d, str):
+        return "{" + d + "}"
+    terms = []
+    for mono, coeff in d.terms:
+        factors = [] if coeff == 1 and mono else [f"({coeff})"]
+        for atom in mono:
+            if isinstance(atom, str):
+                factors.append("{" + atom + "}")
+            elif isinstance(atom, FloorDiv):
+                factors.append(f"(({launch_dim_expr(atom.num)}) // {atom.den})")
+            else:
+                args = ", ".join(launch_dim_expr(a) for a in atom.args)
+                factors.append(f"{atom.kind}({args})")
+        terms.append(" * ".join(factors))
+    return "(" + " + ".join(terms) + ")"
+
+
+def c_dim_expr(d, names: dict[str, str]) -> str:
+    """The C expression (long long) of dim ``d`` with symbols spelled by ``names``.  A
+    floordiv's numerator is never negative (its canonical form keeps coefficients and
+    constant in [0, k) and dims are >= 0), so C's truncating ``/`` is the floor."""
+    if isinstance(d, int):
+        return str(d)
+    if isinstance(d, str):
+        return names[d]
+    terms = []
+    for mono, coeff in d.terms:
+        factors = [] if coeff == 1 and mono else [f"{coeff}LL"]
+        for atom in mono:
+            if isinstance(atom, str):
+                factors.append(names[atom])
+            elif isinstance(atom, FloorDiv):
+                factors.append(f"(({c_dim_expr(atom.num, names)}) / {atom.den}LL)")
+            else:
+                args = [c_dim_expr(a, names) for a in atom.args]
+                out = args[0]
+                for a in args[1:]:
+                    op = "<" if atom.kind == "min" else ">"
+                    out = f"(({out}) {op} ({a}) ? ({out}) : ({a}))"
+                factors.append(out)
+        terms.append("*".join(factors))
+    return "(" + " + ".join(terms) + ")"

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pir.codegen.cuda import dtypes as dt
-from pir.codegen.cuda.emit import IDX, Emitter, NotRowwise, shape_of, splat_value
+from pir.codegen.cuda.emit import IDX, Emitter, NotRowwise, launch_dim_expr, shape_of, splat_value
 from pir.codegen.cuda.limits import bits
 from pir.codegen.cuda.dims import kernel_dims
 from pir.codegen.cuda.ops import reducer, spell
+from pir.codegen.sums import CUDA_SUMS, SumBlocks
 from pir.ir.core import Block, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.types import DType
@@ -70,15 +71,16 @@ def _dimname(sym: str) -> str:
 
 def _py(shape) -> str:
     """The element count of ``shape`` as a launch expression."""
-    parts = [str(d) if isinstance(d, int) else "{" + d + "}" for d in shape]
+    parts = [launch_dim_expr(d) for d in shape]
     return " * ".join(parts) or "1"
 
 
 class _Group:
     """The kernel-wide parts of a group: parameters, dims, pointers, outputs."""
 
-    def __init__(self, block: Block, symbol: str, bound: set[str]):
+    def __init__(self, block: Block, symbol: str, bound: set[str], sums: SumBlocks = CUDA_SUMS):
         self.block, self.symbol = block, symbol
+        self.sums = sums  # how long float sums are taken (pir.codegen.sums)
         # raises for a dim nothing determines
         self.syms, self.derived = kernel_dims(block, bound)
         self.dims = {s: _dimname(s) for s in self.syms}
@@ -123,7 +125,7 @@ class _Group:
         self.args.append(arg)
 
     def emitter(self) -> Emitter:
-        e = Emitter(self.dims)
+        e = Emitter(self.dims, self.sums)
         e.ptr, e.splat = dict(self.ptr), dict(self.splat)
         for s, (src, others) in self.derived.items():
             num, den = e.count(src), e.count(others)
@@ -374,12 +376,15 @@ class _RowPlan:
             hits = hits_by_pass[p] if hits_by_pass is not None else set()
             contig = contig_by_pass[p] if contig_by_pass is not None else set()
             e.hits, e.contig_hits = set(), set()
+            flush = None
             if red is not None:
                 x = red.operands[0]
                 fam, ctype = dt.family(x.type.dtype), dt.compute(x.type.dtype)
                 combine, init = reducer(red.name.split(".")[1], fam, ctype)
                 acc = e.fresh("acc")
                 e.line(f"{ctype} {acc} = {init};")
+                if self.long_sum(red, ctype):
+                    flush = self._blocked(e, acc)
 
                 def body(idx, lin, lane, x=x, acc=acc, combine=combine, fam=fam, ctype=ctype):
                     xv = e.value(x, idx, lin)
@@ -394,11 +399,17 @@ class _RowPlan:
                         else:
                             e.line(f"out{k}[{lin}] = {val};")
             self._loop(e, outer, rb, n_c, hits, cached, loaded, body, final=red is None,
-                       contig=contig)
+                       contig=contig, after=flush[1] if flush else None)
             found.append(set(e.hits))
             found_contig.append(set(e.contig_hits))
             if red is not None:
-                self._combine(e, acc, ctype, fam, combine)
+                if flush is not None:  # the f64 totals: the thread's, then the row's
+                    total = flush[0]
+                    e.line(f"{total} += (double){acc};")
+                    self._combine(e, total, "double", "double", combine)
+                    acc = e.let(ctype, f"(float){total}")
+                else:
+                    self._combine(e, acc, ctype, fam, combine)
                 # accumulated in f32; an f16 / bf16 result is rounded once, as the reference
                 e.fixed[red.results[0]] = (outer, e.let(ctype, dt.rounded(x.type.dtype, acc)))
         if rows.reduced:
@@ -409,7 +420,38 @@ class _RowPlan:
                     e.line(f"out{k}[row] = {dt.store(v.type.dtype, e.value(v, idx, None))};")
         return e, found, found_contig
 
-    def _loop(self, e, outer, rb, n_c, hits, cached, loaded, body, final, contig) -> None:
+    def long_sum(self, red, ctype: str) -> bool:
+        """A float sum accumulated in f32 of which a thread may add more than ``terms``
+        terms (or a number known only at run time): taken in blocks (pir.codegen.sums)."""
+        if red.name != "prim.reduce_sum" or ctype != "float":
+            return False
+        share = self.iters * self.vec if self.static_n is not None else None
+        return share is None or share > self.g.sums.terms
+
+    def _blocked(self, e, acc: str):
+        """(the thread's f64 total, the step that adds ``acc`` into it every ``terms``
+        terms, run at the end of each iteration of the row loop)."""
+        total = e.fresh("tot")
+        e.line(f"double {total} = 0.0;")
+        every = max(1, self.g.sums.terms // self.vec)  # iterations of vec terms each
+        if self.static_n is not None:  # `it` is known when the unrolled loop is compiled
+            cond = f"(it + 1) % {every} == 0"
+        else:
+            count = e.fresh("cnt")
+            e.line(f"int {count} = 0;")
+            cond = f"++{count} == {every}"
+
+        def step():
+            with e.scope(f"if ({cond})"):
+                e.line(f"{total} += (double){acc};")
+                e.line(f"{acc} = 0.0f;")
+                if self.static_n is None:
+                    e.line(f"{count} = 0;")
+
+        return total, step
+
+    def _loop(self, e, outer, rb, n_c, hits, cached, loaded, body, final, contig,
+              after=None) -> None:
         g, vec, nt = self.g, self.vec, self.nt
         if self.static_n is not None:
             e.line("#pragma unroll")
@@ -449,6 +491,8 @@ class _RowPlan:
                         e.lane_k = str(lane)
                         body(idx, lin, lane)
                 e.canon_lin, e.lane_last, e.vec = None, None, 1
+                if after is not None:
+                    after()
                 if final and vec > 1:
                     for k in self.rows.full:
                         _vector_store(e, f"out{k}", g.outs[k].type.dtype, f"o{k}", base, vec)
@@ -490,10 +534,12 @@ def _row(g: _Group, rows: _Rows) -> CudaKernel:
                       0, list(g.args), schedule)
 
 
-def emit_kernel(block: Block, symbol: str, bound: set[str] = frozenset()) -> CudaKernel:
+def emit_kernel(block: Block, symbol: str, bound: set[str] = frozenset(),
+                sums: SumBlocks = CUDA_SUMS) -> CudaKernel:
     """The CUDA C kernel of a group's block (raises PirError for what it cannot emit);
-    ``bound``: the symbolic dims the program binds from its inputs."""
-    g = _Group(block, symbol, set(bound))
+    ``bound``: the symbolic dims the program binds from its inputs; ``sums``: how long
+    float sums are taken (pir.codegen.sums)."""
+    g = _Group(block, symbol, set(bound), sums)
     rows = _row_form(g)
     if rows is not None:
         try:

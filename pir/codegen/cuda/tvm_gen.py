@@ -65,9 +65,10 @@ def tvm_kernel(block: Block, symbol: str, arch: str) -> CudaKernel:
     """The TVM-generated CUDA kernel of a group's block."""
     import tvm
 
+    from pir.codegen.sums import TVM_CUDA_SUMS
     from pir.codegen.tvm.lower import lower_block
 
-    lowered = lower_block(block, symbol)
+    lowered = lower_block(block, symbol, TVM_CUDA_SUMS)
     target = cuda_target(arch)
     mod = _schedule(tvm.IRModule({symbol: lowered.func}), target)
     func = mod[symbol]

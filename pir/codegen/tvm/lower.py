@@ -10,7 +10,8 @@ their own modules (gemm, conv).  Index-map computes are cheap to inline, which t
 (:mod:`pir.codegen.tvm.schedule`) does, so writing one compute per op costs nothing at run time.
 
 Symbolic dims (``str`` dims of ``TensorType``) become TVM size variables, one per name, so one
-compiled kernel serves every size of that dim.  Constants inside the block become immediates
+compiled kernel serves every size of that dim; an expression dim (``(H + 1) floordiv 2``)
+becomes the same expression of those variables.  Constants inside the block become immediates
 when they hold one value repeated (splats), and extra kernel parameters otherwise.
 """
 
@@ -26,7 +27,8 @@ import numpy as np
 import tvm
 from tvm import te, tirx
 
-from pir.codegen.tvm.dims import derived_dims
+from pir.codegen.sums import CPU_SUMS, SumBlocks
+from pir.codegen.tvm.dims import derived_dims, to_prim_expr
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
@@ -64,6 +66,8 @@ class LoweredKernel:
     ``reduce_inner`` tells the schedule how many trailing dims every reduction of the group
     reduces (the "row" structure of softmax / layer_norm / rms_norm), or ``None`` when the
     reductions do not share that form and each stage is scheduled on its own.
+    ``long_sums`` names the computes of each long float sum taken in blocks (its block
+    partials and its f64 total: pir.codegen.tvm.long_sums), for the schedule.
     """
 
     func: tvm.tirx.PrimFunc
@@ -76,13 +80,17 @@ class LoweredKernel:
     name: str = "main"
     notes: list[str] = field(default_factory=list)
     free_dims: list[str] = field(default_factory=list)
+    long_sums: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _Ctx:
     """State shared by the rules while one block is lowered."""
 
-    def __init__(self) -> None:
+    def __init__(self, sums: SumBlocks = CPU_SUMS) -> None:
         self.sizes: dict[str, tirx.Var] = {}
+        self._exprs: dict = {}  # dim -> its TVM expression (see dim)
+        self.sums = sums  # how long float sums are blocked (pir.codegen.sums)
+        self.long_sums: list[tuple[str, str]] = []  # (block partials, f64 total) computes
         self.names: set[str] = set()
         self.params: list[tuple[te.Tensor, np.ndarray]] = []
         # (rank of the reduced operand, reduced axes) of every reduction, for reduce_inner
@@ -91,15 +99,19 @@ class _Ctx:
         self.env: dict[Value, te.Tensor] = {}
 
     def dim(self, d) -> tirx.PrimExpr | int:
-        if isinstance(d, int):
-            return d
-        if isinstance(d, str):
-            # One variable per symbol name: the same name is the same size everywhere in a
-            # function, which is what lets TVM prove that shapes match.
-            if d not in self.sizes:
-                self.sizes[d] = te.var(d, "int32")
-            return self.sizes[d]
-        raise PirError("tvm codegen: unknown dims (?) are not supported; give the dim a name")
+        # one expression object per dim, as one variable per symbol: rules that compare
+        # dims by identity (a reshape keeping its leading and trailing dims) then see that
+        # two ``(H + 1) floordiv 2`` are the same size
+        if d not in self._exprs:
+            self._exprs[d] = to_prim_expr(d, self._var)
+        return self._exprs[d]
+
+    def _var(self, name: str) -> tirx.Var:
+        # One variable per symbol name: the same name is the same size everywhere in a
+        # function, which is what lets TVM prove that shapes match.
+        if name not in self.sizes:
+            self.sizes[name] = te.var(name, "int32")
+        return self.sizes[name]
 
     def shape(self, t: TensorType) -> tuple:
         if t.shape is None:
@@ -160,9 +172,10 @@ def _constant(op: ConstantOp, ctx: _Ctx, name: str) -> te.Tensor:
     return ph
 
 
-def lower_block(block: Block, name: str = "main") -> LoweredKernel:
-    """Lower ``block`` (prim ops ending in a terminator) to a schedulable PrimFunc."""
-    ctx = _Ctx()
+def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS) -> LoweredKernel:
+    """Lower ``block`` (prim ops ending in a terminator) to a schedulable PrimFunc; ``sums``:
+    how its long float sums are taken (pir.codegen.sums)."""
+    ctx = _Ctx(sums)
     env = ctx.env
     inputs = []
     for k, a in enumerate(block.args):
@@ -213,7 +226,8 @@ def lower_block(block: Block, name: str = "main") -> LoweredKernel:
     func = te.create_prim_func([*inputs, *(p for p, _ in ctx.params), *free_vars, *outputs])
     func = func.with_attr("global_symbol", name)
     return LoweredKernel(func, inputs, ctx.params, outputs, types, ctx.sizes,
-                         _reduce_inner(ctx.reductions, types), name, free_dims=free)
+                         _reduce_inner(ctx.reductions, types), name, free_dims=free,
+                         long_sums=ctx.long_sums)
 
 
 def _prod(dims) -> tirx.PrimExpr:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tvm
 from tvm import te, tirx
 
+from pir.codegen.tvm.long_sums import lower_long_sum
 from pir.codegen.tvm.lower import RULES, _Ctx, _out_type
 from pir.codegen.tvm.rules_elementwise import _NARROW_FLOATS, _dtype_of, _nan_max, _nan_min
 from pir.errors import PirError
@@ -97,6 +98,11 @@ def _reduce(op, ins, ctx, name):
     if any(isinstance(xs[a], int) and xs[a] == 0 for a in axes):  # a reduction over nothing
         value = _identity(op.name, dtype)
         return te.compute(out_shape, lambda *i: value, name=name)
+    if op.name == "prim.reduce_sum":
+        # a long f32 sum is taken in blocks, or in f64 (pir.codegen.tvm.long_sums)
+        blocked = lower_long_sum(x, xs, axes, keep, out_shape, ctx, name)
+        if blocked is not None:
+            return blocked
     raxes = {a: te.reduce_axis((0, xs[a]), name=f"{name}_k{a}") for a in axes}
     is_float = dtype.startswith(("float", "bfloat"))
     reducer = (_FLOAT_REDUCERS.get(op.name) if is_float else None) or _REDUCERS[op.name] \

@@ -37,6 +37,7 @@ from tvm.s_tir import Schedule, ScheduleError
 from tvm.sym import Analyzer
 
 from pir.codegen.tvm.fast_schedule import FastSchedule
+from pir.codegen.tvm import long_sums
 from pir.codegen.tvm.inplace import reuse_output
 from pir.codegen.tvm.prefetch import prefetch_rows
 from pir.codegen.tvm.lower import LoweredKernel
@@ -285,8 +286,11 @@ class _Scheduler:
         self.inline(keep_shared=fused)
         if fused and self.kernel.reduce_inner > 0 and self.fuse_rows():
             return
+        split = long_sums.split_totals(self.sch, self.kernel, self.vector_bytes // 8)
+        done = long_sums.schedule_alone(self.sch, split, self._parallel)
         for b in self.blocks():  # each stage on its own: parallel outside, vector inside
-            self.schedule_alone(b)
+            if self.sch.get(b).name_hint not in done:
+                self.schedule_alone(b)
 
     def inline(self, keep_shared: bool) -> None:
         # consumers counted before any inlining: inlining the consumers first merges them
@@ -327,7 +331,12 @@ class _Scheduler:
             nbytes, ops = self.nbytes(), self.ops_per_element()
             self.streams = nbytes is not None and nbytes > STREAMING_BYTES
             self.streams_heavy = self.streams and ops > LIGHT_OPS
-            reductions = [b for b in self.blocks() if self.is_reduction(b)]
+            # a long sum's f64 totals split over their lanes (pir.codegen.tvm.long_sums,
+            # which schedules their blocks below)
+            split = long_sums.split_totals(sch, self.kernel, self.vector_bytes // 8)
+            internal = long_sums.internal_blocks(sch, split)
+            reductions = [b for b in self.blocks() if self.is_reduction(b)
+                          and sch.get(b).name_hint not in internal]
             lanes = self.lanes(anchor)
             for i, b in enumerate(reductions):
                 if self.rfactor(b, *row_accumulators(nbytes, ops, lanes, i == 0)) is None:
@@ -364,6 +373,7 @@ class _Scheduler:
                 self.vectorize_lanes(b, skip=1)
             elif not self.is_reduction(b):
                 self.vectorize_inner(b, skip=1)
+        long_sums.schedule_rows(sch, row, split)
         for b in sch.get_child_blocks(row):
             self.sum_as_made(b)
         return True
@@ -515,6 +525,10 @@ class _Scheduler:
         lane): after decompose_reduction the update block would not be a complete or
         reduction block any more, and TVM then refuses to vectorise it."""
         self._try(lambda: self.sch.vectorize(self.sch.get_loops(rf)[-1]))
+
+    def _parallel(self, loops) -> None:
+        """Run ``loops`` (leading loops of one block) as one parallel loop."""
+        self.sch.parallel(self.sch.fuse(*loops) if len(loops) > 1 else loops[0])
 
     def _try(self, step) -> None:
         try:

@@ -48,9 +48,11 @@ def source_dir() -> pathlib.Path:
 
 @functools.lru_cache(maxsize=1)
 def version() -> str:
-    """What a source depends on besides the group: this package's code and TVM's version."""
+    """What a source depends on besides the group: this package's code (and the parameters
+    of long sums it reads, pir/codegen/sums.py) and TVM's version."""
     h = hashlib.sha256(FORMAT.encode())
-    for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):
+    here = pathlib.Path(__file__).parent
+    for path in [*sorted(here.glob("*.py")), here.parent / "sums.py"]:
         h.update(b"\0" + path.name.encode() + b"\0" + path.read_bytes())
     h.update(b"\0tvm " + _tvm_version().encode())
     return h.hexdigest()

@@ -1,7 +1,7 @@
 """Reference rules for softmax and its relatives, normalisations, and losses.
 
-Statistics are computed in f32 or wider (``stash_type`` where the op has one), and results are
-cast back to the input's element type.
+Statistics are computed in f32 or wider (``stash_type`` where the op has one), their sums
+accumulated in f64 (``exact_sum``), and results are cast back to the input's element type.
 """
 
 from __future__ import annotations
@@ -9,20 +9,23 @@ from __future__ import annotations
 import numpy as np
 
 from pir.runtimes.reference.registry import evaluates, operand_arrays
-from pir.runtimes.reference.rules.reduce import wide
+from pir.runtimes.reference.rules.reduce import exact_mean, exact_sum, wide
 
 
 def _log_softmax(x: np.ndarray, axis: int) -> np.ndarray:
     x = wide(x)
     shifted = x - np.max(x, axis=axis, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
+    return shifted - np.log(exact_sum(np.exp(shifted), axis, True))
 
 
 @evaluates("nn.softmax")
 def softmax(op, x):
     # ONNX's definition step by step in the input's precision (exp(x - max) / sum): for f16
-    # and bf16 this rounds as other runtimes do, where exp(log_softmax) in f32 would not.
+    # and bf16 this rounds as other runtimes do, where exp(log_softmax) in f32 would not
+    # (the node suite's bf16 attention cases expect numpy's bf16 sum); an f32 sum is exact
     e = np.exp(x - np.max(x, axis=op.axis, keepdims=True))
+    if e.dtype == np.float32:
+        return e / exact_sum(e, op.axis, True)
     return e / np.sum(e, axis=op.axis, keepdims=True)
 
 
@@ -43,9 +46,9 @@ def hardmax(op, x):
 def _standardize(x: np.ndarray, axes: tuple[int, ...], epsilon: float, dtype=None):
     """(x - mean) * inv_std over axes, with mean and inv_std kept as size-1 dims."""
     x = x.astype(dtype) if dtype is not None else wide(x)
-    mean = np.mean(x, axis=axes, keepdims=True)
+    mean = exact_mean(x, axes, True)
     centred = x - mean
-    var = np.mean(centred * centred, axis=axes, keepdims=True)
+    var = exact_mean(centred * centred, axes, True)
     inv_std = 1 / np.sqrt(var + np.asarray(epsilon, x.dtype))
     return centred * inv_std, mean, inv_std
 
@@ -76,7 +79,7 @@ def rms_norm(op, x, scale):
     axis = op.axis % x.ndim
     stash = op.stash_type.numpy
     xs = x.astype(stash)
-    ms = np.mean(xs * xs, axis=tuple(range(axis, x.ndim)), keepdims=True)
+    ms = exact_mean(xs * xs, tuple(range(axis, x.ndim)), True)
     # ONNX's definition: X * Reciprocal(Sqrt(mean + epsilon)), a multiply, not a division
     y = xs * (1 / np.sqrt(ms + np.asarray(op.epsilon, stash))) * scale.astype(stash)
     return y.astype(scale.dtype)
@@ -87,7 +90,8 @@ def batch_norm(op, x, scale, b, input_mean, input_var):
     xw = wide(x)
     if op.training_mode:
         axes = tuple(i for i in range(x.ndim) if i != 1)
-        mean, var = np.mean(xw, axis=axes), np.var(xw, axis=axes)
+        mean = exact_mean(xw, axes)
+        var = exact_mean(np.square(xw - exact_mean(xw, axes, True)), axes)
     else:
         mean, var = wide(input_mean), wide(input_var)
     nd = x.ndim
@@ -123,9 +127,9 @@ def group_norm(op, x, scale, bias):
 def lp_normalization(op, x):
     xw = wide(x)
     if op.p == 1:
-        norm = np.sum(np.abs(xw), axis=op.axis, keepdims=True)
+        norm = exact_sum(np.abs(xw), op.axis, True)
     else:
-        norm = np.sqrt(np.sum(xw * xw, axis=op.axis, keepdims=True))
+        norm = np.sqrt(exact_sum(xw * xw, op.axis, True))
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(norm == 0, 0, xw / norm)  # a zero vector stays zero
     return out.astype(x.dtype)
@@ -135,8 +139,8 @@ def lp_normalization(op, x):
 def mean_variance_normalization(op, x):
     axes = tuple(sorted({a % x.ndim for a in op.axes}))
     xw = wide(x)
-    mean = np.mean(xw, axis=axes, keepdims=True)
-    var = np.mean(xw * xw, axis=axes, keepdims=True) - mean * mean
+    mean = exact_mean(xw, axes, True)
+    var = exact_mean(xw * xw, axes, True) - mean * mean
     # As ONNX's function body: 1e-9 is added to the standard deviation, not the variance.
     return ((xw - mean) / (np.sqrt(np.maximum(var, 0)) + 1e-9)).astype(x.dtype)
 

@@ -7,6 +7,7 @@ import numpy as np
 from pir.ir.types import DType
 from pir.runtimes.reference.registry import evaluates
 from pir.runtimes.reference.rules.prim_common import compute_dtype
+from pir.runtimes.reference.rules.reduce import exact_sum
 
 
 def _extreme(dtype: np.dtype, largest: bool):
@@ -32,7 +33,16 @@ def _reduce(fn, identity=None):
     return rule
 
 
-evaluates("prim.reduce_sum")(_reduce(np.sum))
+@evaluates("prim.reduce_sum")
+def reduce_sum(op, x):
+    # a float sum accumulates in f64 and is rounded to f32 once, then to x's type (the
+    # compiled kernels' long sums: pir.codegen.sums); other types keep theirs and wrap
+    with np.errstate(all="ignore"):
+        out = exact_sum(x.astype(compute_dtype(x.dtype), copy=False), tuple(op.axes),
+                        op.keepdims)
+    return np.asarray(out).astype(x.dtype, copy=False)
+
+
 evaluates("prim.reduce_prod")(_reduce(np.prod))
 evaluates("prim.reduce_max")(_reduce(np.max, lambda t: _extreme(t, largest=False)))
 evaluates("prim.reduce_min")(_reduce(np.min, lambda t: _extreme(t, largest=True)))

@@ -14,6 +14,29 @@ def wide(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def exact_sum(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
+    """np.sum in :func:`wide`'s type, a float one accumulated in f64 and rounded once.
+    numpy adds pairwise only along a contiguous axis, and even then the lane of a block
+    that holds a dominant term drops the small terms added to it (1.0 and 20,000 terms of
+    3e-8 came out 2.4e-7 low); the reference is the oracle of the compiled kernels, which
+    take long sums in blocks into an f64 total (pir.codegen.sums)."""
+    w = wide(x)
+    if w.dtype.kind == "f" and w.dtype.itemsize < 8:
+        return np.sum(w, axis=axis, keepdims=keepdims, dtype=np.float64).astype(w.dtype)
+    return np.sum(w, axis=axis, keepdims=keepdims, dtype=w.dtype)
+
+
+def exact_mean(x: np.ndarray, axis=None, keepdims: bool = False) -> np.ndarray:
+    """:func:`exact_sum` over the count (NaN for an empty set, as ONNX defines it); an
+    integer sum takes numpy's wider type, as ``np.mean`` does."""
+    w = wide(x)
+    total = exact_sum(w, axis, keepdims) if w.dtype.kind == "f" else \
+        np.sum(w, axis=axis, keepdims=keepdims)
+    count = w.size // max(np.size(total), 1)  # the reduced elements per result (0 if empty)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return total / np.asarray(count, w.dtype)
+
+
 def _extreme(dtype: np.dtype, largest: bool):
     """The dtype's largest value (the identity of min) or its least (the identity of max)."""
     if dtype == np.bool_:
@@ -33,7 +56,7 @@ def _min(x, axes, keep):
 
 
 def _sum(x, axes, keep):
-    return np.sum(wide(x), axis=axes, keepdims=keep, dtype=wide(x).dtype)
+    return exact_sum(x, axes, keep)
 
 
 def _log_sum_exp(x, axes, keep):
@@ -41,17 +64,13 @@ def _log_sum_exp(x, axes, keep):
     m = _max(x, axes, True)
     m = np.where(np.isfinite(m), m, 0)  # all -inf (or empty): log(0) = -inf, without NaNs
     with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+        out = np.log(exact_sum(np.exp(x - m), axes, True)) + m
     return out if keep else np.squeeze(out, axis=axes)
 
 
 def _mean(x, axes, keep):
     # sum / count rather than np.mean, which warns on an empty set (ONNX defines it: NaN)
-    w = wide(x)
-    total = np.sum(w, axis=axes, keepdims=keep)
-    count = w.size // max(total.size, 1)  # the reduced elements per result (0 when empty)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return total / np.asarray(count, w.dtype)
+    return exact_mean(x, axes, keep)
 
 
 def _log(v):
