@@ -27,7 +27,7 @@ import tvm
 from tvm import te, tirx
 from tvm.s_tir import ScheduleError
 
-from pir.codegen.tvm.direct import compacts, gemm_schedule
+from pir.codegen.tvm.direct import output_names, compacts, gemm_schedule
 from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
 from pir.ir.core import Operation
 from pir.ir.types import DType, TensorType
@@ -166,7 +166,7 @@ def _schedule_batched(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule |
         except ScheduleError:
             pass
     written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
-               if sch.get(b).name_hint in outputs]
+               if sch.get(b).name_hint in output_names(sch)]
     if len(written) == 1:
         try:
             sch.reverse_compute_inline(written[0])

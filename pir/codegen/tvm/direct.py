@@ -183,6 +183,10 @@ def gemm_schedule(kernel: LoweredKernel, keep: str):
     return sch, gemm, kept
 
 
+def output_names(sch) -> set[str]:
+    return {sch.get(b).name_hint for b in sch.get_output_blocks("root")}
+
+
 def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | None:
     found = gemm_schedule(kernel, "xpad")
     if found is None:
@@ -220,7 +224,7 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
     if xpad is not None:
         _schedule_copy(sch, xpad)
     written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
-               if sch.get(b).name_hint in outputs]
+               if sch.get(b).name_hint in output_names(sch)]
     if len(written) == 1:
         # the epilogue into the tile's write-back: whole vectors of one channel's positions
         try:
