@@ -35,7 +35,7 @@ _ap.add_argument("--profile", metavar="NAME",
                  help="also print a cProfile (top 25, cumulative) of one pir run of NAME")
 ARGS = _ap.parse_args()
 
-from benchenv import best_times, paired_ratio, use_threads  # noqa: E402
+from benchenv import best_times, paired_ratio, profile_split, use_threads  # noqa: E402
 
 use_threads(ARGS.threads)  # before anything imports numpy or tvm
 
@@ -45,7 +45,6 @@ import pathlib  # noqa: E402
 import pstats  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections import defaultdict  # noqa: E402
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
@@ -121,15 +120,7 @@ def main() -> None:
             t_pir, t_ort = times["pir"], times["ort"]
             paired = paired_ratio(rounds, "pir", "ort")
             # one more run, timed per op (the runtime's --profile), split by op kind
-            interp.profile = prof = {}
-            t = time.perf_counter()
-            pir_run()
-            total = time.perf_counter() - t
-            interp.profile = None
-            kinds = {op.symbol: op.kind for op in module.walk() if isinstance(op, TvmKernelOp)}
-            split = defaultdict(float)
-            for (what, key), (_, dt) in prof.items():  # (not `name`: the model's, below)
-                split[f"kernel.tvm[{kinds[key]}]" if what == "kernel" else key] += dt
+            total, split = profile_split(interp, module, pir_run)
             n_kernels = sum(isinstance(op, TvmKernelOp) for op in fn.entry.ops)
             rows.append((label, len(fn.entry.ops), n_kernels, len(report.kept), t1 - t0, t2 - t1,
                          err, t_pir, t_ort, paired))

@@ -22,10 +22,15 @@ integer, ``floor``, ``ceiling``/``ceil``, ``FloorDiv``, ``CeilDiv``/``CeilToInt`
 from __future__ import annotations
 
 import re
+from typing import Callable
 
+from pir.errors import PirError
+from pir.frontends.onnx.context import quoted
 from pir.ir import dimexpr
+from pir.ir.types import TensorType
 
-__all__ = ["symbol_for", "parse_exporter_expr", "is_unknown_param"]
+__all__ = ["symbol_for", "parse_exporter_expr", "is_unknown_param", "bind_shape",
+           "named_symbols", "fresh_symbols"]
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 
@@ -206,3 +211,51 @@ def parse_exporter_expr(text: str):
         return None
     return d
 
+
+# -- the graph inputs' symbols ---------------------------------------------------------------
+
+
+def bind_shape(name: str, t: TensorType, shape: tuple[int, ...],
+                pins: dict[str, int]) -> dict[str, int]:
+    """The symbol sizes that input ``name`` of type ``t`` having ``shape`` implies."""
+    if t.shape is None:
+        return {}
+    if len(shape) != len(t.shape):
+        raise PirError(f"--static: input {quoted(name)} has shape {list(shape)}, but the model "
+                       f"declares rank {len(t.shape)} ({t})")
+    out: dict[str, int] = {}
+    for d, n in zip(t.shape, shape):
+        if isinstance(d, int) and d != n:
+            raise PirError(f"--static: input {quoted(name)} has shape {list(shape)}, but the "
+                           f"model declares {t}")
+        if isinstance(d, str):
+            if out.get(d, pins.get(d, n)) != n:
+                raise PirError(f"--static: dim {d} of input {quoted(name)} is {n}, but it is "
+                               f"{out.get(d, pins.get(d))} elsewhere")
+            out[d] = n
+    return out
+
+
+def named_symbols(inputs) -> set[str]:
+    """The symbols the graph inputs name themselves (fresh ones must differ from these)."""
+    out = set()
+    for i in inputs:
+        for d in i.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and not is_unknown_param(d.dim_param):
+                out |= dimexpr.symbols(parse_exporter_expr(d.dim_param)
+                                       or symbol_for(d.dim_param))
+    return out
+
+
+def fresh_symbols(input_name: str, taken: set[str]) -> Callable[[int], str]:
+    """Names for the unknown dims of one graph input: ``<input>_<position>`` (``x_2``),
+    suffixed where that name is taken."""
+    def fresh(pos: int) -> str:
+        base = symbol_for(f"{input_name}_{pos}") or f"d_{pos}"
+        name, k = base, 1
+        while name in taken:
+            name, k = f"{base}_{k}", k + 1
+        taken.add(name)
+        return name
+
+    return fresh

@@ -21,7 +21,8 @@ from onnx import numpy_helper
 
 from pir.errors import PirError
 from pir.frontends.onnx import validate
-from pir.frontends.onnx.dims import is_unknown_param, parse_exporter_expr, symbol_for
+from pir.frontends.onnx.dims import (bind_shape, fresh_symbols, is_unknown_param, named_symbols,
+                                     parse_exporter_expr, symbol_for)
 from pir.frontends.onnx.context import NodeContext, quoted, shown
 from pir.frontends.onnx.registry import CONVERTERS, DEFAULT_DOMAINS, load_all
 from pir.ir.builder import Builder
@@ -102,52 +103,6 @@ def type_from_onnx(tp: onnx.TypeProto, what: str = "a value",
     if problem:
         raise PirError(problem)
     return TensorType(dtype, tuple(dims))
-
-
-def _bind_shape(name: str, t: TensorType, shape: tuple[int, ...],
-                pins: dict[str, int]) -> dict[str, int]:
-    """The symbol sizes that input ``name`` of type ``t`` having ``shape`` implies."""
-    if t.shape is None:
-        return {}
-    if len(shape) != len(t.shape):
-        raise PirError(f"--static: input {quoted(name)} has shape {list(shape)}, but the model "
-                       f"declares rank {len(t.shape)} ({t})")
-    out: dict[str, int] = {}
-    for d, n in zip(t.shape, shape):
-        if isinstance(d, int) and d != n:
-            raise PirError(f"--static: input {quoted(name)} has shape {list(shape)}, but the "
-                           f"model declares {t}")
-        if isinstance(d, str):
-            if out.get(d, pins.get(d, n)) != n:
-                raise PirError(f"--static: dim {d} of input {quoted(name)} is {n}, but it is "
-                               f"{out.get(d, pins.get(d))} elsewhere")
-            out[d] = n
-    return out
-
-
-def _named_symbols(inputs) -> set[str]:
-    """The symbols the graph inputs name themselves (fresh ones must differ from these)."""
-    out = set()
-    for i in inputs:
-        for d in i.type.tensor_type.shape.dim:
-            if d.HasField("dim_param") and not is_unknown_param(d.dim_param):
-                out |= dimexpr.symbols(parse_exporter_expr(d.dim_param)
-                                       or symbol_for(d.dim_param))
-    return out
-
-
-def _fresh_symbols(input_name: str, taken: set[str]) -> Callable[[int], str]:
-    """Names for the unknown dims of one graph input: ``<input>_<position>`` (``x_2``),
-    suffixed where that name is taken."""
-    def fresh(pos: int) -> str:
-        base = symbol_for(f"{input_name}_{pos}") or f"d_{pos}"
-        name, k = base, 1
-        while name in taken:
-            name, k = f"{base}_{k}", k + 1
-        taken.add(name)
-        return name
-
-    return fresh
 
 
 def load_model(path: str) -> onnx.ModelProto:
@@ -418,11 +373,11 @@ class ModelImporter:
         arg_types = []
         inits = {t.name for t in graph.initializer}
         real_inputs = [i for i in graph.input if i.name not in inits]
-        taken = _named_symbols(real_inputs)
+        taken = named_symbols(real_inputs)
         for i in real_inputs:
             try:
                 t = type_from_onnx(i.type, f"graph input {quoted(i.name)}",
-                                   _fresh_symbols(i.name, taken))
+                                   fresh_symbols(i.name, taken))
             except PirError as e:
                 raise PirError(e.message, file=self.filename) from None
             if t is None:
@@ -458,7 +413,7 @@ class ModelImporter:
                                file=self.filename)
         for name, t in zip(names, types):
             if name in static:
-                pins.update(_bind_shape(name, t, static[name], pins))
+                pins.update(bind_shape(name, t, static[name], pins))
         symbols = set().union(*(dimexpr.symbols(d) for t in types for d in t.shape or ()))
         unknown = sorted(set(pins) - symbols)
         if unknown:
