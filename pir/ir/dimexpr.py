@@ -28,8 +28,8 @@ from typing import Callable, Iterable, Mapping, Union
 
 __all__ = ["DimExpr", "FloorDiv", "MinMax", "canon", "add", "sub", "mul", "neg", "floordiv",
            "ceildiv", "mod", "minimum", "maximum", "exact_div", "product", "evaluate", "solve", "linear",
-           "substitute", "symbols", "is_symbolic", "parse_dim_expr", "dim_text",
-           "KEYWORDS"]
+           "substitute", "symbols", "is_symbolic", "never_one", "parse_dim_expr",
+           "dim_text", "KEYWORDS"]
 
 #: Words of the expression syntax; a symbol spelled like one is quoted inside an expression.
 KEYWORDS = frozenset({"floordiv", "ceildiv", "mod", "min", "max"})
@@ -219,6 +219,16 @@ def floordiv(a, k):
     const = rest.pop((), 0)
     if not rest:  # 0 <= const < k
         return canon(pulled)
+    nested = next((m for m, c in rest.items()
+                   if c == 1 and len(m) == 1 and isinstance(m[0], FloorDiv)), None)
+    if nested is not None:
+        # floor((floor(a / m) + r) / k) = floor((a + m*r) / (m*k)) for any integer r: one
+        # division, so a chain of stride-2 convolutions' ((H + 1) floordiv 2 + 1) floordiv 2
+        # is (H + 3) floordiv 4, the form TVM's simplifier writes too (it must prove the
+        # two equal where a buffer's shape meets a loop's extent)
+        inner = nested[0]
+        r = canon({**{m: c for m, c in rest.items() if m != nested}, (): const})
+        return add(canon(pulled), floordiv(add(inner.num, mul(inner.den, r)), inner.den * k))
     g = math.gcd(k, const, *rest.values())
     if g > 1:  # floor(g*x / (g*k')) = floor(x / k')
         k //= g
@@ -227,11 +237,6 @@ def floordiv(a, k):
     if const:
         rest[()] = const
     num = canon(rest)
-    if isinstance(num, DimExpr) and len(num.terms) == 1:
-        (m, c), = num.terms
-        if c == 1 and len(m) == 1 and isinstance(m[0], FloorDiv):  # nested: one division
-            inner = m[0]
-            return add(canon(pulled), floordiv(inner.num, inner.den * k))
     pulled[(FloorDiv(num, k),)] = pulled.get((FloorDiv(num, k),), 0) + 1
     return canon(pulled)
 
@@ -250,6 +255,23 @@ def mod(a, k):
     """``a mod k`` (``a - k*(a floordiv k)``) for an integer ``k > 0``."""
     q = floordiv(a, k)
     return None if q is None else sub(a, mul(k, q))
+
+
+def never_one(d) -> bool:
+    """True when dim ``d`` can be no value of its symbols equal 1, so it never broadcasts:
+    an int other than 1, a multiple of an integer >= 2 (``2*((H + 31) floordiv 32)``), or a
+    constant >= 2 plus terms that are never negative (``H + 2``)."""
+    if d is None:
+        return False
+    if isinstance(d, int):
+        return d != 1
+    if isinstance(d, str):
+        return False
+    terms = _terms(d)
+    if math.gcd(*terms.values()) >= 2:
+        return True
+    rest = {m: c for m, c in terms.items() if m}
+    return terms.get((), 0) >= 2 and (not rest or _nonneg(canon(rest)))
 
 
 def _nonneg(d) -> bool:

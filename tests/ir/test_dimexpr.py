@@ -21,6 +21,9 @@ from pir.ir.types import TensorType, bound_shape, parse_tensor_body
     ("min(min(S, 512), 256)", "min(S, 256)"),
     ("B*S*4 - 4*S*B", "0"),
     ("H mod 1", "0"),
+    # a chain of stride-2 convolutions: one division, as TVM's simplifier writes it
+    ("((((H + 1) floordiv 2 + 1) floordiv 2 + 1) floordiv 2)", "(H + 7) floordiv 8"),
+    ("((H floordiv 2) - 1) floordiv 2", "(H + 2) floordiv 4 - 1"),
 ])
 def test_equal_expressions_are_one_value(a, b):
     assert P(a) == P(b)
@@ -64,7 +67,9 @@ def test_evaluation_matches_python(text, sizes):
 def test_floordiv_keeps_its_meaning_for_every_value():
     # the canonical rewriting (pulled terms, gcd, nesting) must not change any value
     for text in ["(H - 1) floordiv 2 + 1", "(2*H + 6) floordiv 4", "(H floordiv 3) floordiv 5",
-                 "(5*H + 3*W - 2) floordiv 3", "(H + 2 - 3) floordiv 2 + 1", "H mod 4"]:
+                 "(5*H + 3*W - 2) floordiv 3", "(H + 2 - 3) floordiv 2 + 1", "H mod 4",
+                 "((H floordiv 2) + W - 3) floordiv 4", "((H + 1) floordiv 2 + 1) floordiv 2",
+                 "(2*(H floordiv 3) + 1) floordiv 2"]:
         e = P(text)
         py = text.replace("floordiv", "//").replace("mod", "%")
         for h in range(0, 40):
@@ -117,3 +122,15 @@ def test_tensor_types_print_and_parse_expressions():
         parse_tensor_body("4xHxf32").dtype, (4, "H"))
     with pytest.raises(ValueError, match="never closed"):
         parse_tensor_body("(H + 1x4xf32")
+
+
+@pytest.mark.parametrize("text, never", [
+    ("2*((H + 31) floordiv 32)", True), ("H + 2", True), ("3", True), ("0", True),
+    ("1", False), ("H", False), ("H + 1", False), ("(H + 15) floordiv 16", False),
+    ("4*H + 2*W", True), ("2*H + 1", False),
+])
+def test_never_one_only_where_no_sizes_give_one(text, never):
+    e = P(text)
+    assert de.never_one(e) is never
+    if never:  # checked by value too
+        assert all(de.evaluate(e, {"H": h, "W": w}) != 1 for h in range(70) for w in range(4))
