@@ -240,3 +240,37 @@ def test_explain_gives_the_reason_a_conv_stays_a_library_call(tmp_path):
     assert code == 0, err
     assert "prim.conv x1: a convolution outside kernels" in err
     assert "its kernel is computed: the static fast paths pack constant weights only" in err
+
+
+def test_an_fpn_neck_conv_on_upsampled_dims_is_scheduled():
+    """An OCR detector's neck: five stride-2 convs, a nearest x8 upsample, then a 3x3 conv
+    and a residual of another resolution.  The last conv reads 8*((H + 31) floordiv 32)
+    columns; TVM could not prove those fit in their round-up to whole tiles while the dim
+    was an expression (and left the conv an unscheduled loop nest, 35x slower): a compound
+    dim shown by a buffer is a variable of its own (lower._shown_exprs).  The upsample is a
+    repetition in the kernel, whose reshape divides by no symbolic size (rules_shape
+    ._groups), and the residual add of two different expressions compiles by its declared
+    shape (decompose's builder._agree_with)."""
+    nodes, prev = [], "x"
+    for k in range(5):
+        nodes.append(oh.make_node("Conv", [prev, f"w{k}"], [f"c{k}"], kernel_shape=[3, 3],
+                                  pads=[1, 1, 1, 1], strides=[2, 2]))
+        prev = f"c{k}"
+    nodes += [oh.make_node("Resize", [prev, "", "scales"], ["up"], mode="nearest",
+                           coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+              oh.make_node("Conv", ["up", "wn", "bn"], ["n"], kernel_shape=[3, 3],
+                           pads=[1, 1, 1, 1]),
+              oh.make_node("Relu", ["n"], ["y"])]
+    inits = {f"w{k}": _weights(16, 3 if k == 0 else 16, 3, 3, seed=k) for k in range(5)}
+    inits.update(wn=_weights(16, 16, 3, 3, seed=9), bn=_weights(16, seed=10),
+                 scales=np.array([1, 1, 8, 8], np.float32))
+    model = graph_model(nodes, {"x": ["N", 3, "H", "W"]}, ["y"], inits)
+    module, report = _compile(model)
+    assert not report.kept
+    fn = module.funcs[0]
+    assert not [op.name for op in fn.entry.ops if op.name.startswith("nn.")]
+    last = [op for op in fn.entry.ops if isinstance(op, TvmKernelOp)][-1]
+    assert "prim.conv" in [op.name for op in last.body.block.ops]
+    # the register-tiled direct schedule: an accumulator tile, vector lanes
+    assert "_gemm_local" in last.source and "T.vectorized(16)" in last.source, last.source
+    _runs_like_ort(model, module, [{"x": (1, 3, 64, 96)}, {"x": (2, 3, 96, 64)}])

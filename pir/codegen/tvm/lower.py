@@ -31,6 +31,7 @@ from pir.codegen.sums import CPU_SUMS, SumBlocks
 from pir.codegen.tvm.dims import derived_dims, to_prim_expr
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
+from pir.ir.dimexpr import DimExpr
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType
@@ -177,6 +178,10 @@ def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS) ->
     how its long float sums are taken (pir.codegen.sums)."""
     ctx = _Ctx(sums)
     env = ctx.env
+    term = block.terminator
+    if term is None or not term.has_trait(Terminator):
+        raise PirError("tvm codegen: the block must end in a terminator")
+    _shown_exprs(ctx, [*(a.type for a in block.args), *(v.type for v in term.operands)])
     inputs = []
     for k, a in enumerate(block.args):
         ph = te.placeholder(ctx.shape(a.type), tvm_dtype(a.type.dtype),
@@ -190,9 +195,6 @@ def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS) ->
                                        _prod(ctx.dim(d) for d in others))
     # a dim nothing in the block determines: a scalar parameter (pir.codegen.tvm.dims)
     free_vars = [ctx.dim(d) for d in free]
-    term = block.terminator
-    if term is None or not term.has_trait(Terminator):
-        raise PirError("tvm codegen: the block must end in a terminator")
     for op in block.ops[:-1]:
         hint = op.results[0].name if op.results else None
         cname = ctx.name(hint, op.name.split(".")[-1])
@@ -228,6 +230,22 @@ def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS) ->
     return LoweredKernel(func, inputs, ctx.params, outputs, types, ctx.sizes,
                          _reduce_inner(ctx.reductions, types), name, free_dims=free,
                          long_sums=ctx.long_sums)
+
+
+def _shown_exprs(ctx: _Ctx, types) -> None:
+    """Give every compound dim (``(H + 1) floordiv 2``) that is a whole dim of an argument or
+    a result a variable of its own, which the kernel reads off that buffer as it reads a
+    symbol.  TVM's proofs then see one variable where they would see the expression, and
+    they need them: the region-cover check of a schedule cannot prove that ``32 * ((W + 31)
+    floordiv 32)`` columns fit in their round-up to whole 64-wide tiles (so a convolution
+    was left unscheduled), while for a variable ``w`` it proves ``w <= (w + 63) // 64 * 64``.
+    The runtime sizes every buffer from the types, so the variable holds the expression's
+    value; the symbols inside it stay available as scalar parameters where a dim that no
+    buffer shows still needs them."""
+    for t in types:
+        for d in getattr(t, "shape", None) or ():
+            if isinstance(d, DimExpr) and d not in ctx._exprs:
+                ctx._exprs[d] = te.var(f"dimexpr_{len(ctx._exprs)}", "int32")
 
 
 def _prod(dims) -> tirx.PrimExpr:

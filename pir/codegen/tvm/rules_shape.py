@@ -6,6 +6,7 @@ from __future__ import annotations
 from tvm import te, tirx
 
 from pir.codegen.tvm.lower import _empty, _out_type, rule, tvm_dtype
+from pir.ir import dimexpr
 from pir.ir.core import attr_or_default
 
 
@@ -32,11 +33,47 @@ def _linear(idx, shape) -> tirx.PrimExpr:
 
 
 def _unlinear(lin, shape) -> list:
+    """The index into ``shape`` of linear position ``lin`` (< the product of ``shape``): the
+    leading index needs no ``mod``, which TVM cannot drop by itself for symbolic sizes."""
     idx = []
-    for d in reversed(shape):
-        idx.append(tirx.floormod(lin, d))
+    for k, d in enumerate(reversed(shape)):
+        idx.append(lin if k == len(shape) - 1 else tirx.floormod(lin, d))
         lin = tirx.floordiv(lin, d)
     return idx[::-1]
+
+
+def _groups(xm: tuple, om: tuple) -> list[tuple[int, int]] | None:
+    """``xm`` and ``om`` cut into runs of equal products, as (source dims, result dims)
+    counts: a reshape that only merges or splits neighbouring dims ([H, 2, W, 2] ->
+    [2*H, 2*W]) then maps each run on its own, and an output index never divides by a dim
+    of another run.  None when the products never meet before the end."""
+    out, i, j = [], 0, 0
+    while i < len(xm) or j < len(om):
+        i0, j0 = i, j
+        px, po = 1, 1
+        if i < len(xm):
+            px, i = xm[i], i + 1
+        if j < len(om):
+            po, j = om[j], j + 1
+        while px != po:
+            # grow the side whose product is not yet the other's (by value where static)
+            grow_x = i < len(xm) and (j >= len(om) or _smaller(px, po))
+            if grow_x:
+                px, i = dimexpr.mul(px, xm[i]), i + 1
+            elif j < len(om):
+                po, j = dimexpr.mul(po, om[j]), j + 1
+            else:
+                return None
+        out.append((i - i0, j - j0))
+    return out
+
+
+def _smaller(a, b) -> bool:
+    """Whether the product ``a`` should grow before ``b``: by value when both are ints, else
+    when ``b`` is a multiple of ``a`` (it holds factors ``a`` lacks)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a < b
+    return dimexpr.exact_div(b, a) is not None
 
 
 @rule("prim.reshape")
@@ -54,10 +91,19 @@ def _reshape(op, ins, ctx, name):
                                                          os[len(os) - 1 - tail]):
         tail += 1
     xm, om = xs[keep:len(xs) - tail], os[keep:len(os) - tail]
+    xd, od = (tuple(t.shape[keep:len(t.shape) - tail])
+              for t in (op.operands[0].type, _out_type(op)))
+    runs = _groups(xd, od) if xd and od else None
 
     def index(*i):
         mid = i[keep:len(i) - tail]
-        rest = _unlinear(_linear(mid, om), xm) if xm else []
+        if runs is None:
+            rest = _unlinear(_linear(mid, om), xm) if xm else []
+        else:
+            rest, a, b = [], 0, 0
+            for nx, no in runs:
+                rest += _unlinear(_linear(mid[b:b + no], om[b:b + no]), xm[a:a + nx])
+                a, b = a + nx, b + no
         return x(*i[:keep], *rest, *i[len(i) - tail:])
 
     return te.compute(os, index, name=name)
