@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from pir.ir import dimexpr
 from pir.ir.core import OPS, Operation, Value
 from pir.ir.dialects.builtin import enclosing_module, make_constant
 from pir.ir.typerules import broadcast_shapes, tensor
@@ -96,13 +97,34 @@ class PrimBuilder:
         return self.op("broadcast_in_dim", x, result_type=TensorType(t.dtype, shape),
                        broadcast_dimensions=tuple(range(offset, len(shape))))
 
-    def broadcast_all(self, *values: Value) -> list[Value]:
+    def broadcast_all(self, *values: Value, result: Sequence[Dim] | None = None) -> list[Value]:
+        """``values`` broadcast to their common shape.  Where two operands' dims are
+        different expressions the common dim is unknown; ``result``, the op's declared
+        shape, then settles it (:meth:`_agree_with`)."""
         shape = broadcast_shapes(*(tensor(v).shape for v in values))
+        if result is not None and (shape is None or None in shape):
+            values = tuple(self._agree_with(v, tuple(result)) for v in values)
+            shape = broadcast_shapes(*(tensor(v).shape for v in values))
         return [self.broadcast_to(v, self.known(shape)) for v in values]
 
-    def binary(self, name: str, a: Value, b: Value) -> Value:
-        """``prim.<name>(a, b)`` after broadcasting both to their common shape."""
-        a, b = self.broadcast_all(a, b)
+    def _agree_with(self, v: Value, result: tuple[Dim, ...]) -> Value:
+        """``v`` with each dim that must equal the result's renamed to it: a dim that is never
+        1 (``2*((H + 31) floordiv 32)``) cannot be stretched, so where the result is declared
+        ``(H + 15) floordiv 16`` the two are equal whenever the program runs at all.  (A dim
+        that may be 1, a bare symbol, could be either: it is left, and the op kept.)"""
+        shape = tensor(v).shape
+        if shape is None or len(shape) > len(result) or None in result:
+            return v
+        offset = len(result) - len(shape)
+        renamed = tuple(r if d != r and d != 1 and dimexpr.never_one(d) else d
+                        for d, r in zip(shape, result[offset:]))
+        return self.reshape(v, renamed) if renamed != tuple(shape) else v
+
+    def binary(self, name: str, a: Value, b: Value, result: Sequence[Dim] | None = None
+               ) -> Value:
+        """``prim.<name>(a, b)`` after broadcasting both to their common shape (``result``:
+        the op's declared shape, see :meth:`broadcast_all`)."""
+        a, b = self.broadcast_all(a, b, result=result)
         return self.op(name, a, b)
 
     def cast(self, x: Value, dtype: DType) -> Value:

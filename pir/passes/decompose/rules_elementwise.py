@@ -91,7 +91,7 @@ def unary(b: PrimBuilder, op: Operation) -> list[Value]:
 @decomposes(*BINARY)
 def binary(b: PrimBuilder, op: Operation) -> list[Value]:
     """nn.add(a, b) -> prim.add after broadcasting; integer prim.div truncates, as nn.div."""
-    return [b.binary(BINARY[op.name], op.a, op.b)]
+    return [b.binary(BINARY[op.name], op.a, op.b, result=tensor(op.results[0]).shape)]
 
 
 @decomposes(*COMPARE)
@@ -99,7 +99,7 @@ def compare(b: PrimBuilder, op: Operation) -> list[Value]:
     """nn.less(a, b) -> prim.lt after broadcasting."""
     if tensor(op.a).dtype is DType.STRING:
         raise Keep("prim ops do not take strings")
-    return [b.binary(COMPARE[op.name], op.a, op.b)]
+    return [b.binary(COMPARE[op.name], op.a, op.b, result=tensor(op.results[0]).shape)]
 
 
 # -- sign, abs and predicates ---------------------------------------------------------------

@@ -152,7 +152,6 @@ def one_hot(b, op):
 
 keep("nn.non_zero", "its output size depends on the input's values")
 keep("nn.unique", "its output size depends on the input's values")
-keep("nn.resize", "interpolation with per-axis coordinate modes; no prim form yet")
 keep("nn.grid_sample", "bilinear/bicubic sampling at data-dependent positions; no prim form yet")
 keep("nn.roi_align", "bilinear sampling in data-dependent regions; no prim form yet")
 keep("nn.affine_grid", "no prim form yet (a grid of iota coordinates times theta)")
