@@ -36,6 +36,13 @@ def best_time(fn, repeat: int) -> float:
     return best
 
 
+#: Seconds each timed call waits first (outside the timing).  ONNX Runtime's pool threads
+#: spin on after a run returns, for as long as the calling thread stays busy: a 2-thread
+#: pir run started at once shared the 2 cores with them and took 14 ms instead of 1.3
+#: (ppocr_cls_v2); half a millisecond of sleep lets them park.  Every function waits alike.
+SETTLE = 0.001
+
+
 def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
     """The fastest of ``repeat`` calls of each of ``fns`` (name -> callable), in seconds,
     the calls interleaved: each round calls every function once, in an order that reverses
@@ -50,6 +57,7 @@ def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
     for r in range(repeat):
         times = {}
         for name in (names if r % 2 == 0 else names[::-1]):
+            time.sleep(SETTLE)
             t = time.perf_counter()
             fns[name]()
             times[name] = time.perf_counter() - t
@@ -77,6 +85,7 @@ def profile_split(interp, module, run) -> tuple[float, dict]:
     from pir.ir.dialects.kernel import TvmKernelOp
 
     interp.profile = prof = {}
+    time.sleep(SETTLE)
     t = time.perf_counter()
     run()
     total = time.perf_counter() - t

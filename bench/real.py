@@ -17,10 +17,8 @@ nothing.  Models the corpus fetches (``stored = "fetched"``) are used when
 from __future__ import annotations
 
 import argparse
-import os
 import pathlib
 import sys
-import tomllib
 
 _ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 _ap.add_argument("--models", default="", help="comma-separated corpus names (default: all)")
@@ -38,7 +36,8 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "tests" / "real" / "corpus"
+sys.path.insert(0, str(ROOT / "tests" / "real" / "corpus"))
+import make_corpus as corpus  # noqa: E402  (the manifest and where each model's files live)
 
 from pir.codegen.tvm.build import set_threads  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
@@ -52,17 +51,13 @@ FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
 
 def corpus_models() -> list[tuple[dict, pathlib.Path]]:
-    manifest = tomllib.loads((CORPUS / "manifest.toml").read_text())["model"]
-    cache = pathlib.Path(os.environ.get("PIR_CORPUS_CACHE",
-                                        pathlib.Path.home() / ".cache" / "pir-corpus"))
     wanted = set(filter(None, ARGS.models.split(",")))
     out = []
-    for m in manifest:
+    for m in corpus.load_manifest():
         if wanted and m["name"] not in wanted:
             continue
-        where = CORPUS / "models" if m.get("stored") == "committed" else cache / "models"
-        path = where / f"{m['name']}.onnx"
-        if path.exists() and (CORPUS / "data" / f"{m['name']}.npz").exists():
+        path = corpus.model_path(m)
+        if path.exists() and corpus.data_path(m, 1).exists():
             out.append((m, path))
     return out
 
@@ -97,8 +92,7 @@ def main() -> None:
             failures.append((name, f"compile: {type(e).__name__}: {str(e)[:160]}"))
             continue
         fn = module.funcs[0]
-        sizes = [("size1", CORPUS / "data" / f"{name}.npz"),
-                 ("size2", CORPUS / "data" / f"{name}.size2.npz")]
+        sizes = [("size1", corpus.data_path(meta, 1)), ("size2", corpus.data_path(meta, 2))]
         for threads in THREADS:
             set_threads(threads)
             so = ort.SessionOptions()
