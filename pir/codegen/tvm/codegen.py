@@ -231,8 +231,9 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
 
     report = CodegenReport()
     for func in module.funcs:
-        report.matmuls += (form_matmul_groups(func.entry) + form_conv_groups(func.entry)
-                           + form_depthwise_groups(func.entry))
+        for block in _program_blocks(func.entry):
+            report.matmuls += (form_matmul_groups(block) + form_conv_groups(block)
+                               + form_depthwise_groups(block))
     # the sources are made from value names: those the file will show, so that `pir run`
     # makes the same sources again from the parsed file (pir.codegen.provenance)
     settle_names(module)
@@ -265,6 +266,20 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
         _replace(group, symbol, source, target, first)
         report.kernels += 1
     return report
+
+
+def _program_blocks(block):
+    """``block`` and the blocks of its control flow (``nn.if`` branches, loop and scan
+    bodies), nested to any depth: each gets its products and convolutions grouped, as a
+    Silero VAD runs its whole network inside ``if sr == 16000``.  Group bodies are not
+    entered (they are what is formed)."""
+    yield block
+    for op in block.ops:
+        if isinstance(op, (GroupOp, TvmKernelOp)):
+            continue
+        for region in op.regions:
+            for inner in region.blocks:
+                yield from _program_blocks(inner)
 
 
 def library_reason(op) -> str | None:

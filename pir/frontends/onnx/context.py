@@ -250,6 +250,19 @@ class NodeContext:
         block.append(yield_cls.build(outs, loc=self.loc))
         return Region([block])
 
+    def inline_subgraph(self, attr_name: str) -> list[Value]:
+        """Convert the graph attribute ``attr_name`` (a graph without inputs) into ops of the
+        current block, after those already there; returns its outputs."""
+        from pir.frontends.onnx.importer import GraphImporter
+
+        graph = self.attr(attr_name)
+        if not isinstance(graph, onnx.GraphProto):
+            raise self.error(f"attribute '{attr_name}' is not a graph")
+        if len(graph.input):
+            raise self.error(f"graph attribute '{attr_name}' takes inputs")
+        inner = GraphImporter(self.graph.importer, self.graph, self.graph.block)
+        return inner.convert_graph(graph)
+
     def _names(self, n: int, outputs: list[int] | None) -> list[str | None]:
         idx = outputs if outputs is not None else list(range(n))
         names = []
@@ -270,10 +283,11 @@ class NodeContext:
             if any(t is None for t in onnx_types):
                 raise self.error(f"cannot infer the type of its outputs: {why}")
             return onnx_types
-        return [merge_types(ours, theirs) for ours, theirs in zip(inferred, onnx_types)]
+        inputs = getattr(self.graph.importer, "input_symbols", frozenset())
+        return [merge_types(ours, theirs, inputs) for ours, theirs in zip(inferred, onnx_types)]
 
 
-def merge_types(ours: Type, theirs: Type | None) -> Type:
+def merge_types(ours: Type, theirs: Type | None, inputs: frozenset = frozenset()) -> Type:
     """Combine our type rule's result with ONNX's inference, dim by dim, keeping the most
     precise: a static size from either, else ONNX's symbol, else ours.  ONNX names the dims
     it cannot know ``unk__N``; such a placeholder never replaces a symbol our rule found."""
@@ -285,12 +299,14 @@ def merge_types(ours: Type, theirs: Type | None) -> Type:
         return TensorType(ours.dtype, theirs.shape)
     if theirs.shape is None:
         return ours
-    return TensorType(ours.dtype, tuple(merge_dims(a, b) for a, b in zip(ours.shape, theirs.shape)))
+    return TensorType(ours.dtype, tuple(merge_dims(a, b, inputs)
+                                        for a, b in zip(ours.shape, theirs.shape)))
 
 
-def merge_dims(ours, theirs):
-    """One dim of :func:`merge_types`.  An expression our rule computed from the inputs
-    wins over anything ONNX says (its value_info may name the same value another way, or
+def merge_dims(ours, theirs, inputs: frozenset = frozenset()):
+    """One dim of :func:`merge_types`.  An expression our rule computed from the inputs,
+    or one of the input symbols themselves (``inputs``), wins over anything ONNX says (its
+    value_info may name the same value another way, ``Squeeze175_dim_0`` for the batch, or
     guess wrong); ONNX's symbol wins over ours only where ours is a mere placeholder or
     another name for a dim neither side can compute."""
     if isinstance(ours, int) or theirs is None or ours == theirs:
@@ -303,7 +319,7 @@ def merge_dims(ours, theirs):
         return theirs
     if isinstance(theirs, int):
         return theirs
-    if isinstance(ours, DimExpr) or _is_placeholder(theirs):
+    if isinstance(ours, DimExpr) or _is_placeholder(theirs) or ours in inputs:
         return ours
     return theirs
 

@@ -385,6 +385,9 @@ class ModelImporter:
                                "element type", file=self.filename)
             arg_types.append(t)
         arg_types = self._pin(real_inputs, arg_types)
+        # the symbols of the inputs: where a type rule finds one, it beats ONNX's name
+        self.input_symbols = frozenset(d for t in arg_types for d in t.shape or ()
+                                       if isinstance(d, str))
         fn = FuncOp.create("main", arg_types, [], [i.name for i in real_inputs])
         self.module.body.block.append(fn)
         gi = GraphImporter(self, None, fn.entry)
@@ -530,10 +533,45 @@ class GraphImporter:
 
         for op in list(self.block.ops[start:]):
             results = list(op.results)
-            new = fold_in_place(self.importer.module, op, FOLD_LIMIT)
+            new = fold_in_place(self.importer.module, op, FOLD_LIMIT) or \
+                self._static_shape_part(op)
             for r, v in zip(results, new or ()):
                 if r.name is not None and self.values.get(r.name) is r:
                     self.values[r.name] = v  # later nodes refer to the folded value
+
+
+    def _static_shape_part(self, op) -> list[Value] | None:
+        """The dims an op picks out of a shape, as a constant when every one is static:
+        ``Gather(Shape(x), 1)`` of an ``[N, 1, T]`` input is 1 whatever N and T are (as
+        onnxsim folds it).  Exporters test such dims in ``If`` conditions (Silero VAD asks
+        whether its input has one channel): folded, the condition is a constant, and
+        canonicalize keeps only the branch taken."""
+        from pir.ir.dialects.nn.symbolic import shape_value
+
+        if op.name not in _SHAPE_PICKS or len(op.results) != 1:
+            return None
+        r = op.results[0]
+        t = r.type
+        if not isinstance(t, TensorType) or t.dtype is not DType.I64 or t.shape is None \
+                or not all(isinstance(d, int) for d in t.shape):
+            return None
+        dims = shape_value(r)
+        if dims is None or not all(isinstance(d, int) for d in dims) \
+                or len(dims) != int(np.prod(t.shape, dtype=np.int64)):
+            return None
+        value = np.array(dims, dtype=np.int64).reshape(t.shape)
+        builder = Builder(op.parent, before=op)
+        new = builder.insert(make_constant(self.importer.module, value, r.name or "shape",
+                                           op.loc)).results[0]
+        r.replace_all_uses_with(new)
+        new.name = r.name
+        op.erase()
+        return [new]
+
+
+#: ops that pick, move or join the elements of a shape (what shape_value looks through)
+_SHAPE_PICKS = frozenset({"nn.shape", "nn.gather", "nn.slice", "nn.concat", "nn.unsqueeze",
+                          "nn.squeeze", "nn.reshape"})
 
 
 def import_model(model: onnx.ModelProto | str, filename: str | None = None,

@@ -6,12 +6,20 @@ from pir.frontends.onnx.registry import converter
 from pir.ir.core import Block, Region
 from pir.ir.dialects.nn import control_flow as cf
 from pir.ir.dialects.nn.base import YieldOp
-from pir.ir.typerules import normalize_axis, tensor
+from pir.ir.typerules import const_value, normalize_axis, tensor
 from pir.ir.types import DType, TensorType
 
 
 @converter("If")
 def if_(ctx):
+    cond = const_value(ctx.input(0))
+    if cond is not None and cond.size == 1:
+        # Decided at import, as a constant folds: exporters test static facts of shapes
+        # (Silero VAD: "is the input one channel?", folded by the importer's
+        # _static_shape_part), and only the branch taken is converted, inline, so that
+        # what follows is typed from its values and compiled with the rest
+        taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+        return ctx.inline_subgraph(taken)
     then = ctx.subgraph("then_branch", YieldOp)
     other = ctx.subgraph("else_branch", YieldOp)
     return ctx.emit(cf.If, ctx.input(0), regions=(then, other)).results
