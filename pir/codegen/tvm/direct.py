@@ -67,8 +67,8 @@ def why_not_direct(op: Operation) -> str | None:
     if not (isinstance(xt, TensorType) and isinstance(kt, TensorType)) or xt.shape is None \
             or kt.shape is None or len(xt.shape) not in (3, 4):
         return "only 1-d and 2-d convolutions of ranked tensors"
-    if xt.dtype != DType.F32 or kt.dtype != DType.F32:
-        return "only float32 convolutions"
+    if xt.dtype != kt.dtype or xt.dtype not in (DType.F32, DType.I32):
+        return "only float32 and int32 convolutions (a quantized one's centred operands)"
     if not all(isinstance(d, int) for d in (xt.shape[1], *kt.shape)):
         return "the channels and the kernel size must be static"
     w = op.window(len(xt.shape) - 2)

@@ -302,11 +302,32 @@ def pad(b, op):
     for a in range(rank):
         if lo[a] == hi[a] == 0:
             continue
+        if not isinstance(shape[a], int) and lo[a] >= 0 and hi[a] >= 0:
+            idx = _symbolic_pad_index(b, shape[a], lo[a], hi[a], op.mode)
+            v = b.op("gather", v, idx, axis=a)
+            continue
         d = static_dims((shape[a],), f"padded axis {a}")[0]
         kept = np.arange(d)[max(-lo[a], 0):d - max(-hi[a], 0)]
         idx = np.pad(kept, (max(lo[a], 0), max(hi[a], 0)), mode=op.mode)
         v = b.op("gather", v, b.const(idx, I64), axis=a)
     return [fit(b, v, op.output.type)]
+
+
+def _symbolic_pad_index(b, d, lo: int, hi: int, mode: str):
+    """The source index of each position of a dim ``d`` (symbolic) padded by ``lo`` and
+    ``hi`` in ``mode``, computed at run time from s = position - lo: reflect folds s at 0
+    and at d - 1 (``|s|``, then ``(d - 1) - |(d - 1) - s|``: right while the pads are below
+    d, as ONNX requires), edge clamps it to [0, d - 1], wrap takes it mod d.  An audio front
+    end pads its frames this way before an STFT convolution."""
+    i = iota(b, (de.add(d, lo + hi),), 0)
+    s = b.sub(i, b.const(lo, I64))
+    n = dim_size(b, d)
+    last = b.sub(n, b.const(1, I64))
+    if mode == "reflect":
+        return b.sub(last, b.op("abs", b.sub(last, b.op("abs", s))))
+    if mode == "edge":
+        return b.min(b.max(s, b.const(0, I64)), last)
+    return b.binary("rem", b.add(b.binary("rem", s, n), n), n)  # wrap: s mod d
 
 
 @decomposes("nn.center_crop_pad")
