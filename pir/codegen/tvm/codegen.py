@@ -99,8 +99,9 @@ class CodegenReport:
     kept: list[tuple[str, str]] = field(default_factory=list)  # (group name, reason)
 
     def lines(self) -> list[str]:
+        # (matmuls counts groups, not distinct kernels: "85 of 83 kernels" read as a bug)
         out = [f"codegen: {self.kernels} fusion groups -> kernel.tvm ({self.sources} distinct "
-               f"kernels; {self.matmuls} of them matmuls or convolutions with their "
+               f"kernels; {self.matmuls} of the groups matmuls or convolutions with their "
                f"epilogues), "
                f"{len(self.kept)} left as fusion.group"]
         out += [f"  kept %{name}: {reason}" for name, reason in self.kept]

@@ -111,14 +111,20 @@ class PrimBuilder:
         """``v`` with each dim that must equal the result's renamed to it: a dim that is never
         1 (``2*((H + 31) floordiv 32)``) cannot be stretched, so where the result is declared
         ``(H + 15) floordiv 16`` the two are equal whenever the program runs at all.  (A dim
-        that may be 1, a bare symbol, could be either: it is left, and the op kept.)"""
+        that may be 1, a bare symbol, could be either: it is left, and the op kept.)
+
+        The rename is a gather of the first ``r`` positions (``iota(r)``), not a reshape: a
+        reshape between unequal-looking dims is linearized and divided again by symbolic
+        sizes in every kernel it reaches, while the gather reads position i at i."""
         shape = tensor(v).shape
         if shape is None or len(shape) > len(result) or None in result:
             return v
         offset = len(result) - len(shape)
-        renamed = tuple(r if d != r and d != 1 and dimexpr.never_one(d) else d
-                        for d, r in zip(shape, result[offset:]))
-        return self.reshape(v, renamed) if renamed != tuple(shape) else v
+        for axis, (d, r) in enumerate(zip(shape, result[offset:])):
+            if d != r and d != 1 and dimexpr.never_one(d):
+                first = self.op("iota", result_type=TensorType(DType.I64, (r,)), dimension=0)
+                v = self.op("gather", v, first, axis=axis)
+        return v
 
     def binary(self, name: str, a: Value, b: Value, result: Sequence[Dim] | None = None
                ) -> Value:
