@@ -14,9 +14,13 @@ from pir.cli.common import read_bytes, run_command, write_module_to
               help="Pin a symbolic dim of the inputs to a size (repeatable).")
 @click.option("--static", "static", type=click.Path(dir_okay=False), metavar="INPUTS.npz",
               help="Pin every symbolic input dim to the shapes of these inputs.")
+@click.option("--explain", is_flag=True,
+              help="Print the decisions the import made (stderr): each dim where the type "
+                   "rule and ONNX's value_info disagree and which one was kept, each If "
+                   "decided at import.")
 @run_command
 def import_cmd(model: str, output: str | None, dims: tuple[str, ...],
-               static: str | None) -> None:
+               static: str | None, explain: bool) -> None:
     """Import an ONNX MODEL into a .pir file, weights included.
 
     Every ONNX op becomes an `nn` op with the node's name as its location; initializers go to
@@ -41,9 +45,13 @@ def import_cmd(model: str, output: str | None, dims: tuple[str, ...],
     shapes = None
     if static is not None:
         shapes = {k: tuple(v.shape) for k, v in load_inputs(static, ()).items()}
+    notes: list[str] = []
     if model == "-":
         module = import_model(load_model_bytes(read_bytes("-"), "<stdin>"), filename="<stdin>",
-                              dims=pins, static=shapes)
+                              dims=pins, static=shapes, notes=notes)
     else:
-        module = import_model(model, dims=pins, static=shapes)
+        module = import_model(model, dims=pins, static=shapes, notes=notes)
+    if explain:
+        for line in notes or ["nothing: every dim agreed with ONNX's value_info"]:
+            click.echo(f"import: {line}", err=True)
     write_module_to(module, output)

@@ -159,3 +159,22 @@ def test_input_expression_dims_bind_their_symbol():
     assert run_function(module, {"x": np.ones((1, 8), np.float32)})["y"].shape == (1, 8)
     with pytest.raises(PirError, match="dim 1 is 2\\*n, which is 7 for no size of n"):
         run_function(module, {"x": np.ones((1, 7), np.float32)})
+
+
+def test_import_explain_names_each_dim_the_type_rule_overrode(tmp_path):
+    """`pir import --explain` lists where our rule and the value_info disagree, and what
+    was kept; an expression that agrees once canonical is no disagreement."""
+    onnx.save(_conv_model(["N", 4, "oh", "ow"]), tmp_path / "m.onnx")
+    code, _, err = cli("import", tmp_path / "m.onnx", "--explain", "-o", tmp_path / "m.pir")
+    assert code == 0, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("import: ")]
+    assert len(lines) == 4 and lines[2].startswith("import: relu (Relu): output 0 dim 2")
+    assert lines[:2] == [
+        "import: conv (Conv): output 0 dim 2: the type rule gives (H + 1) floordiv 2, "
+        "ONNX's value_info oh; kept (H + 1) floordiv 2",
+        "import: conv (Conv): output 0 dim 3: the type rule gives (W + 1) floordiv 2, "
+        "ONNX's value_info ow; kept (W + 1) floordiv 2"], err
+    onnx.save(_conv_model(["N", 4, "floor(H/2 - 1/2) + 1", "floor(W/2 - 1/2) + 1"]),
+              tmp_path / "e.onnx")
+    code, _, err = cli("import", tmp_path / "e.onnx", "--explain", "-o", tmp_path / "e.pir")
+    assert code == 0 and "import: nothing" in err, err

@@ -284,7 +284,18 @@ class NodeContext:
                 raise self.error(f"cannot infer the type of its outputs: {why}")
             return onnx_types
         inputs = getattr(self.graph.importer, "input_symbols", frozenset())
-        return [merge_types(ours, theirs, inputs) for ours, theirs in zip(inferred, onnx_types)]
+        merged = [merge_types(ours, theirs, inputs) for ours, theirs in zip(inferred, onnx_types)]
+        for k, (ours, theirs, kept) in enumerate(zip(inferred, onnx_types, merged)):
+            for i, (a, b, c) in enumerate(zip(*(getattr(t, "shape", None) or ()
+                                                 for t in (ours, theirs, kept)))):
+                if a is not None and b is not None and a != b:
+                    self.note(f"output {k} dim {i}: the type rule gives {a}, ONNX's "
+                              f"value_info {b}; kept {c}")
+        return merged
+
+    def note(self, text: str) -> None:
+        """A decision the import made at this node, for ``pir import --explain``."""
+        self.graph.importer.notes.append(f"{self.loc} ({self.op_type}): {text}")
 
 
 def merge_types(ours: Type, theirs: Type | None, inputs: frozenset = frozenset()) -> Type:

@@ -162,6 +162,9 @@ class ModelImporter:
                        for o in model.opset_import}
         self.module: ModuleOp | None = None
         self.inferred: dict[str, TensorType] = {}
+        # the decisions `pir import --explain` prints: where our type rule and ONNX's
+        # value_info disagreed and which dim was kept, and each If decided at import
+        self.notes: list[str] = []
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -576,7 +579,8 @@ _SHAPE_PICKS = frozenset({"nn.shape", "nn.gather", "nn.slice", "nn.concat", "nn.
 
 def import_model(model: onnx.ModelProto | str, filename: str | None = None,
                  dims: dict[str, int] | None = None,
-                 static: dict[str, tuple[int, ...]] | None = None) -> ModuleOp:
+                 static: dict[str, tuple[int, ...]] | None = None,
+                 notes: list[str] | None = None) -> ModuleOp:
     """Import an ONNX model (a ``ModelProto`` or a path) into a verified module.
 
     ``dims`` pins symbols of the graph inputs to sizes (``{"N": 1}``; the names pir gives
@@ -593,6 +597,8 @@ def import_model(model: onnx.ModelProto | str, filename: str | None = None,
     importer.pins = dict(dims or {})
     importer.static = dict(static or {})
     module = importer.run()
+    if notes is not None:
+        notes.extend(importer.notes)
     try:
         verify_module(module)
     except PirError as e:

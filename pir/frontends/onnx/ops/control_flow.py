@@ -19,6 +19,8 @@ def if_(ctx):
         # _static_shape_part), and only the branch taken is converted, inline, so that
         # what follows is typed from its values and compiled with the rest
         taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
+        ctx.note(f"the condition is a constant: {taken} is converted inline, the other "
+                 "branch dropped")
         return ctx.inline_subgraph(taken)
     then = ctx.subgraph("then_branch", YieldOp)
     other = ctx.subgraph("else_branch", YieldOp)
