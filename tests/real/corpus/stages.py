@@ -22,7 +22,10 @@ Per model (in WORK/NAME/, a temp dir unless --work):
 
 A run stage is `ok` when the worst max|got - ref| / max|ref| over the outputs (the measure of
 /work/shared/repro/compare.py) is at most --tol (1e-4), `WRONG` when it ran but is further off,
-`FAIL` when pir exited non-zero, `T/O` past --timeout; a stage whose input failed is `-`.
+`FAIL` when pir exited non-zero, `T/O` past --timeout; a stage whose input failed is `-`.  A
+model that quantizes its activations (QDQ, DynamicQuantize*, QLinear*) is judged, past --tol,
+by `pir run --check`'s measure instead: agreement with ORT_ENABLE_ALL in quanta
+(pir/runtimes/ort/quanta.py).
 Failures are grouped by cause (the innermost message of pir's `pir: error:` line with names
 and numbers blanked) and numbered E1, E2, ... in the table.
 
@@ -88,6 +91,44 @@ def max_rel_err(src: Path, out: Path) -> tuple[float | None, str]:
             e = float(np.max(diff)) / max(float(np.max(np.abs(np.where(np.isnan(r), 0, r)))), 1e-6)
             worst = max(worst, e if not np.isnan(e) else float("inf"))
     return worst, ""
+
+
+def is_quantized(model: Path) -> bool:
+    import onnx
+
+    from pir.runtimes.ort.quanta import is_quantized as quantizes
+
+    return quantizes(onnx.load(str(model), load_external_data=False))
+
+
+def quanta_verdict(model: Path, data: Path, out: Path) -> tuple[bool, str]:
+    """For a model that quantizes its activations, `pir run --check`'s measure
+    (pir.runtimes.ort.quanta): agreement with ORT_ENABLE_ALL counted in quanta, a float
+    output within quantization noise; a float tolerance against the unoptimized run is the
+    wrong measure there (one ulp before a quantizer flips a quantum)."""
+    import onnx
+
+    from pir.runtimes.ort.check import close, run_onnxruntime
+    from pir.runtimes.ort.quanta import QUANTIZED_ATOL_SCALE, output_quanta, quanta_agreement
+
+    m = onnx.load(str(model))
+    d, got = np.load(data), np.load(out)
+    feeds = {k[3:]: d[k] for k in d.files if k.startswith("in_")}
+    want = run_onnxruntime(m, feeds, optimized=True)
+    quanta = output_quanta(m)
+    notes = []
+    for name, w in want.items():
+        if name not in got.files:
+            return False, f"missing output {name}"
+        q = quanta.get(name)
+        if q is not None:
+            r = quanta_agreement(got[name], w, q)
+            if not r.ok:
+                return False, f"{name}: {r.note}"
+            notes.append(f"{name}: {r.flipped} flipped")
+        elif not close(got[name], w, atol_scale=QUANTIZED_ATOL_SCALE):
+            return False, f"{name}: beyond quantization noise (1e-2 of its scale) of ORT_ENABLE_ALL"
+    return True, "; ".join(notes) or "within quantization noise of ORT_ENABLE_ALL"
 
 
 def ort_latency(model: Path, inputs: Path, repeat: int) -> float | None:
@@ -197,6 +238,7 @@ def run_model(m: dict, args) -> dict:
     if data[2].exists():
         write_inputs(data[2], wd / "in2.npz")
     st = res["stages"]
+    quantized = is_quantized(model)
     ort_ms = {1: ort_latency(model, data[1], args.repeat),
               2: ort_latency(model, data[2], args.repeat) if data[2].exists() else None}
     res["ort_ms"] = ort_ms[1]
@@ -250,6 +292,11 @@ def run_model(m: dict, args) -> dict:
                 st[stage]["err"] = err
                 if err is None:
                     st[stage].update(status="WRONG", error=why)
+                elif err > args.tol and quantized:
+                    ok, note = quanta_verdict(model, data[size], wd / outf)
+                    st[stage].update(measure="quanta", note=note)
+                    if not ok:
+                        st[stage].update(status="WRONG", error=note)
                 elif err > args.tol:
                     st[stage].update(status="WRONG", error=f"max rel err {err:.2e}")
                 st[stage]["cause"] = classify(stage, st[stage])
