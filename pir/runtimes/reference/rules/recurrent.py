@@ -73,32 +73,41 @@ def _clipper(clip: float | None) -> Fn:
     return lambda x: np.clip(x, -clip, clip)
 
 
-def _rnn_cell(x, states, w, r, b, p, fns, clip, op):
+# Each cell takes ``xw``, the step's input projection x W^T + Wb (computed for every step
+# at once, one product instead of one per step), and adds the recurrent part.
+
+def _rnn_cell(xw, states, r, rb, p, fns, clip, op):
     (h,) = states
-    wb, rb = np.split(b, 2)
-    return (fns[0](clip(x @ w.T + h @ r.T + wb + rb)),)
+    return (fns[0](clip(xw + h @ r.T + rb)),)
 
 
-def _gru_cell(x, states, w, r, b, p, fns, clip, op):
+def _gru_cell(xw, states, r, rb, p, fns, clip, op):
     (h,) = states
     f, g = fns
-    wz, wr, wh = np.split(w, 3)
+    xz, xr, xh = np.split(xw, 3, axis=-1)
     rz, rr, rh = np.split(r, 3)
-    wbz, wbr, wbh, rbz, rbr, rbh = np.split(b, 6)
-    z = f(clip(x @ wz.T + h @ rz.T + wbz + rbz))
-    reset = f(clip(x @ wr.T + h @ rr.T + wbr + rbr))
+    rbz, rbr, rbh = np.split(rb, 3)
+    z = f(clip(xz + h @ rz.T + rbz))
+    reset = f(clip(xr + h @ rr.T + rbr))
     if op.linear_before_reset:
-        cand = g(clip(x @ wh.T + reset * (h @ rh.T + rbh) + wbh))
+        cand = g(clip(xh + reset * (h @ rh.T + rbh)))
     else:
-        cand = g(clip(x @ wh.T + (reset * h) @ rh.T + rbh + wbh))
+        cand = g(clip(xh + (reset * h) @ rh.T + rbh))
     return ((1 - z) * cand + z * h,)
 
 
-def _lstm_cell(x, states, w, r, b, p, fns, clip, op):
+def _lstm_cell(xw, states, r, rb, p, fns, clip, op):
     h, c = states
     f, g, act_h = fns
-    wb, rb = np.split(b, 2)
-    gi, go, gf, gc = np.split(x @ w.T + h @ r.T + wb + rb, 4, axis=-1)
+    gates = xw + h @ r.T + rb
+    if p is None and not op.input_forget:
+        # no peepholes: the i, o, f gates (ONNX's order) are one activation of 3h columns
+        n = c.shape[-1]
+        i, o, forget = np.split(f(clip(gates[..., :3 * n])), 3, axis=-1)
+        c_new = forget * c + i * g(clip(gates[..., 3 * n:]))
+        return o * act_h(c_new), c_new
+    gi, go, gf, gc = np.split(gates, 4, axis=-1)
+    p = np.zeros(3 * c.shape[-1], c.dtype) if p is None else p
     pi, po, pf = np.split(p, 3)
     i = f(clip(gi + pi * c))
     forget = 1 - i if op.input_forget else f(clip(gf + pf * c))
@@ -122,7 +131,9 @@ def recurrent(op, *arrays):
     gates = op.gates
     b = a["b"] if a["b"] is not None else np.zeros((dirs, 2 * gates * hidden), dtype)
     p = a.get("p")
-    p = p if p is not None else np.zeros((dirs, 3 * hidden), dtype)
+    if p is not None and not p.any():
+        p = None  # zero peepholes: as if there were none (the cell's faster form)
+    p = [None] * dirs if p is None else p
     lens = a["sequence_lens"]
     lens = np.full(batch, seq) if lens is None else lens.astype(np.int64)
     initial = [a["initial_h"]] + ([a["initial_c"]] if op.num_states == 2 else [])
@@ -132,12 +143,19 @@ def recurrent(op, *arrays):
 
     y = np.zeros((seq, dirs, batch, hidden), dtype)
     finals = []
+    full = bool((lens >= seq).all())  # no entry ends early: no masking
     for d in range(dirs):
         states = [s[d] for s in initial]
         backward = op.direction == "reverse" or d == 1
+        wb, rb = np.split(b[d], 2)
+        xw = (x.reshape(seq * batch, -1) @ w[d].T + wb).reshape(seq, batch, -1)
         for t in (range(seq - 1, -1, -1) if backward else range(seq)):
+            new = cell(xw[t], states, r[d], rb, p[d], fns[d], clip, op)
+            if full:
+                states = [n.astype(dtype, copy=False) for n in new]
+                y[t, d] = new[0]
+                continue
             active = (t < lens)[:, None]  # entries past their length keep their state
-            new = cell(x[t], states, w[d], r[d], b[d], p[d], fns[d], clip, op)
             states = [np.where(active, n, s).astype(dtype) for n, s in zip(new, states)]
             y[t, d] = np.where(active, new[0], 0)
         finals.append(states)
