@@ -61,7 +61,7 @@ def _expands(op: Operation) -> bool:
 
 def _widens(op: Operation) -> bool:
     """A cast of a large integer constant to a wider integer type (int8 weights to the
-    int32 a quantized convolution or product computes in): the narrow constant stays in the
+    int32 a quantized convolution computes in): the narrow constant stays in the
     file and the cast runs where it is consumed (codegen fuses it into the kernel's read of
     the weights).  Folded, an 8.7 MB int8 model became a 43 MB .pir.  Float casts fold: the
     fast float kernels pack constant weights."""

@@ -6,7 +6,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from helpers import cli
-from pir.runtimes.ort.quanta import is_quantized, output_quanta, quanta_agreement
+from pir.runtimes.ort.quanta import (float_tolerance, is_quantized, output_quanta,
+                                     quanta_agreement)
 
 
 def _qdq_model() -> onnx.ModelProto:
@@ -66,3 +67,14 @@ def test_check_of_a_qdq_model_uses_the_quanta_measure(tmp_path):
                          "--check", tmp_path / "m.onnx")
     assert code == 0, out + err
     assert "elements flipped" in out and "vs ORT_ENABLE_ALL" in out
+
+
+def test_a_float_output_may_differ_by_twice_orts_own_spread():
+    """A float output of a quantized model: 1e-2 of its scale, or twice the distance
+    between ORT's unoptimized and optimized runs, whichever is larger."""
+    opt = np.array([0.9, 0.5, 0.1])
+    assert float_tolerance(opt, None) == 1e-2 * 0.9
+    assert float_tolerance(opt, opt + 1e-3) == 1e-2 * 0.9  # a small spread: the floor
+    spread = opt + np.array([0.0, 0.03, 0.0])  # ORT moves by 0.03 between its two runs
+    assert np.isclose(float_tolerance(opt, spread), 0.06)
+    assert float_tolerance(opt, np.array([np.nan, 0.5, 0.1])) == 1e-2 * 0.9

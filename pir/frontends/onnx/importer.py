@@ -536,6 +536,8 @@ class GraphImporter:
 
         for op in list(self.block.ops[start:]):
             results = list(op.results)
+            if op.name == "nn.dequantize_linear":
+                continue  # quantized weights stay integers (decompose's qdq.py reads them)
             new = fold_in_place(self.importer.module, op, FOLD_LIMIT) or \
                 self._static_shape_part(op)
             for r, v in zip(results, new or ()):

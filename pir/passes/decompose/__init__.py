@@ -14,6 +14,7 @@ from pir.ir.dialects.builtin import ModuleOp
 from pir.passes.base import Pass
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.conv_bn import FoldBatchNormIntoConv
+from pir.passes.decompose.qdq import IntegerProductOfDequantized
 from pir.passes.decompose.registry import DECOMPOSE, KEPT, Keep, load_rules
 from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns, is_function_output
 
@@ -136,6 +137,8 @@ class Decompose(Pass):
         load_rules()
         pattern = _RulePattern(frozenset(self.ops) if self.ops else None, self.explain)
         patterns = [pattern]
+        if self._decomposes("matmul") and self._decomposes("dequantize_linear"):
+            patterns.insert(0, IntegerProductOfDequantized())  # (before the DQs decompose)
         if self._decomposes("conv") and self._decomposes("batch_norm"):
             # first: the conv is decomposed as soon as the driver reaches it
             patterns.insert(0, FoldBatchNormIntoConv())
