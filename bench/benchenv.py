@@ -36,20 +36,22 @@ def best_time(fn, repeat: int) -> float:
     return best
 
 
-#: Seconds each timed call waits first (outside the timing).  ONNX Runtime's pool threads
-#: spin on after a run returns, for as long as the calling thread stays busy: a 2-thread
-#: pir run started at once shared the 2 cores with them and took 14 ms instead of 1.3
-#: (ppocr_cls_v2); half a millisecond of sleep lets them park.  Every function waits alike.
-SETTLE = 0.001
+#: Calls of a function in a row per round: the best of them is the round's time.  Whatever
+#: the function before it left behind (ONNX Runtime's pool threads spin on after a run; a
+#: cache the other library filled) falls on the first call of the run, not on the time:
+#: a 2-thread pir run right after ORT's took 5.3 ms instead of 2.4 (magika_v3) and 14 ms
+#: instead of 1.3 (ppocr_cls_v2), while ORT lost little after pir's.
+CALLS_PER_ROUND = 3
 
 
 def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
-    """The fastest of ``repeat`` calls of each of ``fns`` (name -> callable), in seconds,
-    the calls interleaved: each round calls every function once, in an order that reverses
-    from one round to the next.  On a shared, noisy machine a load that comes and goes then
-    falls on all of them alike, and none always runs right after the same neighbour (which
-    measured up to 0.5 ms of bias on ResNet-50 when one order was kept).  ``rounds``, if
-    given, receives each round's times (name -> seconds), for :func:`paired_ratio`."""
+    """The fastest of ``repeat`` rounds of each of ``fns`` (name -> callable), in seconds.
+    Each round runs every function CALLS_PER_ROUND times in a row and keeps its best, in an
+    order that reverses from one round to the next: on a shared, noisy machine a load that
+    comes and goes then falls on all of them alike, and none always runs right after the
+    same neighbour (which measured up to 0.5 ms of bias on ResNet-50 when one order was
+    kept).  ``rounds``, if given, receives each round's times (name -> seconds), for
+    :func:`paired_ratio`."""
     for fn in fns.values():
         fn()  # warm up: page faults, pools, caches
     best = dict.fromkeys(fns, float("inf"))
@@ -57,10 +59,12 @@ def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
     for r in range(repeat):
         times = {}
         for name in (names if r % 2 == 0 else names[::-1]):
-            time.sleep(SETTLE)
-            t = time.perf_counter()
-            fns[name]()
-            times[name] = time.perf_counter() - t
+            calls = []
+            for _ in range(CALLS_PER_ROUND):
+                t = time.perf_counter()
+                fns[name]()
+                calls.append(time.perf_counter() - t)
+            times[name] = min(calls)
             best[name] = min(best[name], times[name])
         if rounds is not None:
             rounds.append(times)
@@ -84,8 +88,8 @@ def profile_split(interp, module, run) -> tuple[float, dict]:
 
     from pir.ir.dialects.kernel import TvmKernelOp
 
+    run()  # (after the other library's run: see CALLS_PER_ROUND)
     interp.profile = prof = {}
-    time.sleep(SETTLE)
     t = time.perf_counter()
     run()
     total = time.perf_counter() - t
