@@ -176,8 +176,9 @@ def recurrent(op, *arrays):
 
 
 def _centered(w: np.ndarray, zp: np.ndarray) -> np.ndarray:
-    """Weights [rows, 4h] minus their zero point (one, or one per column), in i32."""
-    return w.astype(np.int32) - zp.astype(np.int32)
+    """Weights [rows, 4h] minus their zero point (one, or one per column): exact integers,
+    held as float64 for BLAS (see _qdot)."""
+    return (w.astype(np.int32) - zp.astype(np.int32)).astype(np.float64)
 
 
 def _qdot(a: np.ndarray, w_centered: np.ndarray, w_scale: np.ndarray,
@@ -185,7 +186,9 @@ def _qdot(a: np.ndarray, w_centered: np.ndarray, w_scale: np.ndarray,
     """f32 ``a`` [rows, k] quantised by the range of ``span`` (default: a), times the centred
     weights [k, n]: the exact i32 sum, in f32, times the f32 product of the scales."""
     q, scale, zp = dynamic_quantize(a, span)
-    acc = (q.astype(np.int32) - np.int32(zp)) @ w_centered
+    # the exact integer sum, taken by BLAS in float64 (|terms| < 2**16: exact far past any
+    # k; numpy's integer matmul has no BLAS): the same value the i32 sum gives
+    acc = (q.astype(np.float64) - np.float64(zp)) @ w_centered
     return acc.astype(np.float32) * (scale * w_scale.astype(np.float32))
 
 
