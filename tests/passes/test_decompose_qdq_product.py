@@ -55,3 +55,35 @@ def test_the_product_is_taken_on_the_integers():
         # rounds each of the 96 terms: it is not)
         np.testing.assert_array_equal(got, _exact(model, x))
         check_pipeline(module, {"x": x}, FUSE, rtol=1e-5, atol=1e-5)
+
+
+def test_a_qdq_conv_is_taken_on_the_integers():
+    """The same for a convolution: per-tensor activations, per-output-channel weights."""
+    rng = np.random.default_rng(2)
+    w = rng.integers(-127, 128, size=(8, 4, 3, 3)).astype(np.int8)
+    ws = rng.uniform(0.001, 0.01, size=8).astype(np.float32)
+    bias = rng.normal(size=8).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(ws, "ws"),
+             numpy_helper.from_array(np.zeros(8, np.int8), "wz"),
+             numpy_helper.from_array(bias, "bias"),
+             numpy_helper.from_array(np.array(0.02, np.float32), "xs"),
+             numpy_helper.from_array(np.array(128, np.uint8), "xz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+             helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+             helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"], axis=0),
+             helper.make_node("Conv", ["xd", "wd", "bias"], ["y"], kernel_shape=[3, 3])]
+    graph = helper.make_graph(nodes, "qconv", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, ["B", 4, "H", "W"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    module = import_model(model)
+    x = rng.normal(size=(2, 4, 9, 11)).astype(np.float32)
+    fused = check_pipeline(module, {"x": x}, "decompose", rtol=1e-5, atol=1e-5)
+    xq = np.clip(np.rint(x / np.float32(0.02)) + 128, 0, 255).astype(np.float64) - 128
+    win = np.lib.stride_tricks.sliding_window_view(xq, (3, 3), axis=(2, 3))
+    acc = np.einsum("bchwij,ocij->bohw", win, w.astype(np.float64))
+    scale = (np.float32(0.02) * ws).reshape(1, 8, 1, 1)
+    want = acc.astype(np.float32) * scale + bias.reshape(1, 8, 1, 1)
+    np.testing.assert_array_equal(run_function(fused, {"x": x})["y"], want)
+    check_pipeline(module, {"x": x}, FUSE, rtol=1e-5, atol=1e-5)

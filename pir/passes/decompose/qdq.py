@@ -67,6 +67,36 @@ def dequantized_operands(b: PrimBuilder, x: Value, w: Value):
     return centred(dx, False), centred(dw, per_column), scale
 
 
+def dequantized_conv_operands(b: PrimBuilder, x: Value, w: Value):
+    """For ``conv(x, w)`` of two dequantized values (x per tensor; w per tensor or per
+    output channel, axis 0): (x's centred integers, w's, the f32 scale per output channel
+    shaped [O, 1, ...] to broadcast over the result's channel axis), as f32; else None."""
+    dx, dw = _dequantized(x), _dequantized(w)
+    if dx is None or dw is None or tensor(dx.x_scale).numel != 1:
+        return None
+    wt, ws = tensor(dw.x), tensor(dw.x_scale).numel
+    if wt.shape is None or ws is None or not isinstance(wt.shape[0], int):
+        return None
+    per_channel = ws != 1
+    if per_channel and not (dw.axis == 0 and ws == wt.shape[0]):
+        return None
+    f32, rank = DType.F32, len(wt.shape)
+    ones = (1,) * (rank - 1)
+
+    def centred(dq, per_ch: bool) -> Value:
+        q = b.cast(dq.x, f32)
+        if dq.x_zero_point is None:
+            return q
+        zp = b.cast(dq.x_zero_point, f32)
+        return b.sub(q, b.reshape(zp, (wt.shape[0], *ones)) if per_ch else b.reshape(zp, ()))
+
+    sx = b.reshape(b.cast(dx.x_scale, f32), ())
+    sw = b.cast(dw.x_scale, f32)
+    scale = b.mul(sx, b.reshape(sw, (wt.shape[0], *ones[1:])) if per_channel
+                  else b.reshape(sw, ()))
+    return centred(dx, False), centred(dw, per_channel), scale
+
+
 class IntegerProductOfDequantized(RewritePattern):
     """nn.matmul(dequantize_linear(qa), dequantize_linear(qw)) -> the product of the
     centred integers (as f32), times ``sa * sw``.  Rooted at the dequantize ops:
@@ -80,8 +110,13 @@ class IntegerProductOfDequantized(RewritePattern):
         done = False
         for use in list(op.results[0].uses):
             mm = use.op
-            if mm.name != "nn.matmul" or mm.parent is None \
+            if mm.parent is None or not mm.results \
                     or tensor(mm.results[0]).dtype is not DType.F32:
+                continue
+            if mm.name == "nn.conv":
+                done |= self._conv(mm, rw)
+                continue
+            if mm.name != "nn.matmul":
                 continue
             b = PrimBuilder(rw, mm)
             try:
@@ -96,3 +131,29 @@ class IntegerProductOfDequantized(RewritePattern):
             rw.replace_op(mm, [y])
             done = True
         return done
+
+    @staticmethod
+    def _conv(conv: Operation, rw: Rewriter) -> bool:
+        """nn.conv(DQ(qx), DQ(qw), bias) -> nn.conv of the centred integers (decomposed in
+        turn), times sx * sw[o] along the channels, plus the bias."""
+        b = PrimBuilder(rw, conv)
+        try:
+            ints = dequantized_conv_operands(b, conv.operands[0], conv.operands[1])
+            if ints is None:
+                return False
+            xi, wi, scale = ints
+            out = conv.results[0].type
+            attrs = {k: conv.attributes[k] for k in conv.attributes}
+            raw = rw.insert(type(conv).build(xi, wi, result_types=[out], loc=conv.loc,
+                                             result_names=[f"{conv.results[0].name}.int"],
+                                             **attrs), before=conv).results[0]
+            y = b.mul(raw, scale)
+            if len(conv.operands) > 2 and conv.operands[2] is not None:
+                o = tensor(conv.operands[2]).shape[0]
+                y = b.add(y, b.reshape(conv.operands[2], (o, *(1,) * (len(out.shape) - 2))))
+            y = conform(b, y, out)
+        except Keep:
+            return False
+        y.name = conv.results[0].name
+        rw.replace_op(conv, [y])
+        return True
