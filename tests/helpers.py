@@ -145,6 +145,15 @@ def cli(*args, input=None, env=None, binary: bool = False):
     return r.exit_code, r.stdout_bytes if binary else r.stdout, r.stderr
 
 
+def cli_run(program, feeds: dict[str, np.ndarray], tmp) -> dict[str, np.ndarray]:
+    """``pir run PROGRAM`` on ``feeds`` (through .npz files in ``tmp``): its outputs; the
+    run must succeed."""
+    np.savez(tmp / "in.npz", **feeds)
+    code, _, err = cli("run", program, "--inputs", tmp / "in.npz", "-o", tmp / "out.npz")
+    assert code == 0, err
+    return dict(np.load(tmp / "out.npz"))
+
+
 def regression_mlp() -> onnx.ModelProto:
     """x [8, 8] @ fc1.w -> tanh -> @ fc2.w, loss = sum((y - t)^2): a small model to train
     (seeded weights; tests of training steps, sharded or not)."""

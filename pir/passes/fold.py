@@ -14,7 +14,7 @@ from pir.passes.base import Pass, function_blocks
 from pir.passes.dce import drop_unused_resources, erase_dead_ops
 from pir.runtimes.reference.interpreter import fold_op
 
-__all__ = ["ConstantFolding", "fold_in_place"]
+__all__ = ["ConstantFolding", "fold_in_place", "replace_by_constants"]
 
 
 def fold_in_place(module: ModuleOp, op: Operation, limit: int) -> list[Value] | None:
@@ -32,6 +32,12 @@ def fold_in_place(module: ModuleOp, op: Operation, limit: int) -> list[Value] | 
     arrays = fold_op(op, limit)
     if arrays is None:
         return None
+    return replace_by_constants(module, op, arrays)
+
+
+def replace_by_constants(module: ModuleOp, op: Operation, arrays) -> list[Value]:
+    """Replace ``op`` by one constant per result (``arrays``), each keeping its result's
+    name so that diffs line up; return the constants."""
     builder = Builder(op.parent, before=op)
     values = []
     for r, arr in zip(op.results, arrays):

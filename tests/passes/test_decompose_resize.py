@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from helpers import check_pipeline, op_names, run_ort
+from helpers import check_pipeline, cli, cli_run, op_names, run_ort
 from pir.frontends.onnx.importer import import_model
 from pir.runtimes.reference.interpreter import run_function
 
@@ -50,8 +50,6 @@ def test_nearest_upsampling_repeats_exactly(coord, nearest):
 
 
 def test_repetition_is_one_compiled_kernel_for_every_size(tmp_path):
-    from helpers import cli
-
     onnx.save(resize_model("asymmetric", "floor", [1, 1, 2, 2]), tmp_path / "m.onnx")
     assert cli("import", tmp_path / "m.onnx", "-o", tmp_path / "n.pir")[0] == 0
     assert cli("optimize", tmp_path / "n.pir", "-p", FUSE, "-o", tmp_path / "f.pir")[0] == 0
@@ -61,9 +59,5 @@ def test_repetition_is_one_compiled_kernel_for_every_size(tmp_path):
     model = resize_model("asymmetric", "floor", [1, 1, 2, 2])
     for h, w in [(5, 7), (16, 3)]:
         x = np.random.default_rng(h).normal(size=(1, 3, h, w)).astype(np.float32)
-        np.savez(tmp_path / "in.npz", x=x)
-        code, _, err = cli("run", tmp_path / "k.pir", "--inputs", tmp_path / "in.npz",
-                           "-o", tmp_path / "out.npz")
-        assert code == 0, err
-        np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["y"],
+        np.testing.assert_array_equal(cli_run(tmp_path / "k.pir", {"x": x}, tmp_path)["y"],
                                       run_ort(model, {"x": x})["y"])

@@ -283,7 +283,7 @@ class NodeContext:
             if any(t is None for t in onnx_types):
                 raise self.error(f"cannot infer the type of its outputs: {why}")
             return onnx_types
-        inputs = getattr(self.graph.importer, "input_symbols", frozenset())
+        inputs = self.graph.importer.input_symbols
         merged = [merge_types(ours, theirs, inputs) for ours, theirs in zip(inferred, onnx_types)]
         for k, (ours, theirs, kept) in enumerate(zip(inferred, onnx_types, merged)):
             for i, (a, b, c) in enumerate(zip(*(getattr(t, "shape", None) or ()

@@ -165,6 +165,9 @@ class ModelImporter:
         # the decisions `pir import --explain` prints: where our type rule and ONNX's
         # value_info disagreed and which dim was kept, and each If decided at import
         self.notes: list[str] = []
+        # the symbols of the inputs (set by run): where a type rule finds one, it beats
+        # ONNX's name for the same dim
+        self.input_symbols: frozenset[str] = frozenset()
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -388,7 +391,6 @@ class ModelImporter:
                                "element type", file=self.filename)
             arg_types.append(t)
         arg_types = self._pin(real_inputs, arg_types)
-        # the symbols of the inputs: where a type rule finds one, it beats ONNX's name
         self.input_symbols = frozenset(d for t in arg_types for d in t.shape or ()
                                        if isinstance(d, str))
         fn = FuncOp.create("main", arg_types, [], [i.name for i in real_inputs])
@@ -532,51 +534,18 @@ class GraphImporter:
     def _fold(self, start: int) -> None:
         """Evaluate the node's new ops whose operands are all constants (shape arithmetic,
         mostly), with the fold pass's own helper."""
+        from pir.frontends.onnx.shape_facts import fold_static_shape_part
         from pir.passes.fold import fold_in_place
 
+        module = self.importer.module
         for op in list(self.block.ops[start:]):
             results = list(op.results)
             if op.name == "nn.dequantize_linear":
                 continue  # quantized weights stay integers (decompose's qdq.py reads them)
-            new = fold_in_place(self.importer.module, op, FOLD_LIMIT) or \
-                self._static_shape_part(op)
+            new = fold_in_place(module, op, FOLD_LIMIT) or fold_static_shape_part(module, op)
             for r, v in zip(results, new or ()):
                 if r.name is not None and self.values.get(r.name) is r:
                     self.values[r.name] = v  # later nodes refer to the folded value
-
-
-    def _static_shape_part(self, op) -> list[Value] | None:
-        """The dims an op picks out of a shape, as a constant when every one is static:
-        ``Gather(Shape(x), 1)`` of an ``[N, 1, T]`` input is 1 whatever N and T are (as
-        onnxsim folds it).  Exporters test such dims in ``If`` conditions (Silero VAD asks
-        whether its input has one channel): folded, the condition is a constant, and
-        canonicalize keeps only the branch taken."""
-        from pir.ir.dialects.nn.symbolic import shape_value
-
-        if op.name not in _SHAPE_PICKS or len(op.results) != 1:
-            return None
-        r = op.results[0]
-        t = r.type
-        if not isinstance(t, TensorType) or t.dtype is not DType.I64 or t.shape is None \
-                or not all(isinstance(d, int) for d in t.shape):
-            return None
-        dims = shape_value(r)
-        if dims is None or not all(isinstance(d, int) for d in dims) \
-                or len(dims) != int(np.prod(t.shape, dtype=np.int64)):
-            return None
-        value = np.array(dims, dtype=np.int64).reshape(t.shape)
-        builder = Builder(op.parent, before=op)
-        new = builder.insert(make_constant(self.importer.module, value, r.name or "shape",
-                                           op.loc)).results[0]
-        r.replace_all_uses_with(new)
-        new.name = r.name
-        op.erase()
-        return [new]
-
-
-#: ops that pick, move or join the elements of a shape (what shape_value looks through)
-_SHAPE_PICKS = frozenset({"nn.shape", "nn.gather", "nn.slice", "nn.concat", "nn.unsqueeze",
-                          "nn.squeeze", "nn.reshape"})
 
 
 def import_model(model: onnx.ModelProto | str, filename: str | None = None,

@@ -24,7 +24,7 @@ from pir.passes.decompose.registry import Keep
 from pir.passes.decompose.rules_linalg import conform, matmul
 from pir.passes.rewriter import RewritePattern, Rewriter
 
-__all__ = ["dequantized_operands", "IntegerProductOfDequantized"]
+__all__ = ["integer_operands", "IntegerProductOfDequantized"]
 
 _INTS = (DType.I8, DType.U8)
 
@@ -38,68 +38,42 @@ def _dequantized(v: Value):
     return op
 
 
-def dequantized_operands(b: PrimBuilder, x: Value, w: Value):
-    """For ``matmul(x, w)`` of two dequantized values (x per tensor; w per tensor, or per
-    column of a 2-d w): (x's centred integers, w's, the f32 scale of each result column as
-    a value that broadcasts against the product), the integers as f32; else None."""
-    dx, dw = _dequantized(x), _dequantized(w)
-    if dx is None or dw is None or tensor(dx.x_scale).numel != 1:
-        return None
-    ws = tensor(dw.x_scale).numel
-    wt = tensor(dw.x)
-    if ws is None or wt.shape is None:
-        return None
-    per_column = ws != 1
-    if per_column and not (len(wt.shape) == 2 and dw.axis in (1, -1) and wt.shape[1] == ws):
-        return None
-    f32 = DType.F32
-
-    def centred(dq, per_col: bool) -> Value:
-        q = b.cast(dq.x, f32)
-        if dq.x_zero_point is None:
-            return q
-        zp = b.cast(dq.x_zero_point, f32)
-        return b.sub(q, zp if per_col else b.reshape(zp, ()))
-
-    sx = b.reshape(b.cast(dx.x_scale, f32), ())
-    sw = b.cast(dw.x_scale, f32)
-    scale = b.mul(sx, sw if per_column else b.reshape(sw, ()))
-    return centred(dx, False), centred(dw, per_column), scale
-
-
-def dequantized_conv_operands(b: PrimBuilder, x: Value, w: Value):
-    """For ``conv(x, w)`` of two dequantized values (x per tensor; w per tensor or per
-    output channel, axis 0): (x's centred integers, w's, the f32 scale per output channel
-    shaped [O, 1, ...] to broadcast over the result's channel axis), as f32; else None."""
+def integer_operands(b: PrimBuilder, x: Value, w: Value, axis: int, out_rank: int,
+                     out_axis: int):
+    """For a product of two dequantized values, x per tensor and w per tensor or per
+    channel along its dim ``axis`` (a matmul's columns: 1 of a 2-d w; a conv's output
+    channels: 0): (x's centred integers, w's, the f32 scale ``sx * sw`` shaped to broadcast
+    along dim ``out_axis`` of a result of rank ``out_rank``), the integers as f32; else
+    None."""
     dx, dw = _dequantized(x), _dequantized(w)
     if dx is None or dw is None or tensor(dx.x_scale).numel != 1:
         return None
     wt, ws = tensor(dw.x), tensor(dw.x_scale).numel
-    if wt.shape is None or ws is None or not isinstance(wt.shape[0], int):
+    if wt.shape is None or ws is None:
         return None
     per_channel = ws != 1
-    if per_channel and not (dw.axis == 0 and ws == wt.shape[0]):
+    if per_channel and not (dw.axis % len(wt.shape) == axis and wt.shape[axis] == ws):
         return None
-    f32, rank = DType.F32, len(wt.shape)
-    ones = (1,) * (rank - 1)
+    f32 = DType.F32
 
-    def centred(dq, per_ch: bool) -> Value:
+    def along(rank: int, dim: int) -> tuple:  # [ws] laid along ``dim`` of a rank-``rank`` value
+        return (ws, *(1,) * (rank - 1 - dim % rank))
+
+    def centred(dq, zp_shape: tuple) -> Value:
         q = b.cast(dq.x, f32)
         if dq.x_zero_point is None:
             return q
-        zp = b.cast(dq.x_zero_point, f32)
-        return b.sub(q, b.reshape(zp, (wt.shape[0], *ones)) if per_ch else b.reshape(zp, ()))
+        return b.sub(q, b.reshape(b.cast(dq.x_zero_point, f32), zp_shape))
 
     sx = b.reshape(b.cast(dx.x_scale, f32), ())
-    sw = b.cast(dw.x_scale, f32)
-    scale = b.mul(sx, b.reshape(sw, (wt.shape[0], *ones[1:])) if per_channel
-                  else b.reshape(sw, ()))
-    return centred(dx, False), centred(dw, per_channel), scale
+    sw = b.reshape(b.cast(dw.x_scale, f32), along(out_rank, out_axis) if per_channel else ())
+    return (centred(dx, ()), centred(dw, along(len(wt.shape), axis) if per_channel else ()),
+            b.mul(sx, sw))
 
 
 class IntegerProductOfDequantized(RewritePattern):
-    """nn.matmul(dequantize_linear(qa), dequantize_linear(qw)) -> the product of the
-    centred integers (as f32), times ``sa * sw``.  Rooted at the dequantize ops:
+    """nn.matmul / nn.conv of two dequantized values -> the product of their centred
+    integers (as f32), times ``sa * sw``.  Rooted at the dequantize ops:
     decompose reaches them first, and they must still be nn ops when their product is
     matched (the matmul's own rule would see their prim decomposition)."""
 
@@ -109,51 +83,47 @@ class IntegerProductOfDequantized(RewritePattern):
     def match_and_rewrite(self, op: Operation, rw: Rewriter) -> bool:
         done = False
         for use in list(op.results[0].uses):
-            mm = use.op
-            if mm.parent is None or not mm.results \
-                    or tensor(mm.results[0]).dtype is not DType.F32:
+            user = use.op
+            if user.parent is None or user.name not in ("nn.matmul", "nn.conv") \
+                    or tensor(user.results[0]).dtype is not DType.F32:
                 continue
-            if mm.name == "nn.conv":
-                done |= self._conv(mm, rw)
-                continue
-            if mm.name != "nn.matmul":
-                continue
-            b = PrimBuilder(rw, mm)
+            b = PrimBuilder(rw, user)
             try:
-                ints = dequantized_operands(b, mm.operands[0], mm.operands[1])
-                if ints is None:
-                    continue
-                xi, wi, scale = ints
-                y = conform(b, b.mul(matmul(b, xi, wi), scale), mm.results[0].type)
+                y = (self._conv if user.name == "nn.conv" else self._matmul)(b, user, rw)
             except Keep:
-                continue  # (an unknown dim: the matmul's own rule decides)
-            y.name = mm.results[0].name
-            rw.replace_op(mm, [y])
+                continue  # (an unknown dim: the op's own rule decides)
+            if y is None:
+                continue
+            y = conform(b, y, user.results[0].type)
+            y.name = user.results[0].name
+            rw.replace_op(user, [y])
             done = True
         return done
 
     @staticmethod
-    def _conv(conv: Operation, rw: Rewriter) -> bool:
-        """nn.conv(DQ(qx), DQ(qw), bias) -> nn.conv of the centred integers (decomposed in
-        turn), times sx * sw[o] along the channels, plus the bias."""
-        b = PrimBuilder(rw, conv)
-        try:
-            ints = dequantized_conv_operands(b, conv.operands[0], conv.operands[1])
-            if ints is None:
-                return False
-            xi, wi, scale = ints
-            out = conv.results[0].type
-            attrs = {k: conv.attributes[k] for k in conv.attributes}
-            raw = rw.insert(type(conv).build(xi, wi, result_types=[out], loc=conv.loc,
-                                             result_names=[f"{conv.results[0].name}.int"],
-                                             **attrs), before=conv).results[0]
-            y = b.mul(raw, scale)
-            if len(conv.operands) > 2 and conv.operands[2] is not None:
-                o = tensor(conv.operands[2]).shape[0]
-                y = b.add(y, b.reshape(conv.operands[2], (o, *(1,) * (len(out.shape) - 2))))
-            y = conform(b, y, out)
-        except Keep:
-            return False
-        y.name = conv.results[0].name
-        rw.replace_op(conv, [y])
-        return True
+    def _matmul(b: PrimBuilder, mm: Operation, rw: Rewriter) -> Value | None:
+        """The product of the centred integers, times sx * sw (per column)."""
+        x, w = mm.operands[0], mm.operands[1]
+        rank = len(tensor(w).shape or ())
+        ints = integer_operands(b, x, w, 1 if rank == 2 else -1,
+                                len(tensor(mm.results[0]).shape or ()), -1)
+        return None if ints is None else b.mul(matmul(b, ints[0], ints[1]), ints[2])
+
+    @staticmethod
+    def _conv(b: PrimBuilder, conv: Operation, rw: Rewriter) -> Value | None:
+        """nn.conv of the centred integers (decomposed in turn), times sx * sw[o] along the
+        channels, plus the bias."""
+        out = conv.results[0].type
+        ints = integer_operands(b, conv.operands[0], conv.operands[1], 0, len(out.shape), 1)
+        if ints is None:
+            return None
+        xi, wi, scale = ints
+        attrs = {k: conv.attributes[k] for k in conv.attributes}
+        raw = rw.insert(type(conv).build(xi, wi, result_types=[out], loc=conv.loc,
+                                         result_names=[f"{conv.results[0].name}.int"],
+                                         **attrs), before=conv).results[0]
+        y = b.mul(raw, scale)
+        if len(conv.operands) > 2 and conv.operands[2] is not None:
+            o = tensor(conv.operands[2]).shape[0]
+            y = b.add(y, b.reshape(conv.operands[2], (o, *(1,) * (len(out.shape) - 2))))
+        return y

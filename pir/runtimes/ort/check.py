@@ -140,6 +140,24 @@ def close(got, want, rtol: float = RTOL, atol: float = ATOL,
                             equal_nan=True))
 
 
+def quantized_agreement(got: np.ndarray, want: np.ndarray, unoptimized: np.ndarray | None,
+                        quantum: float | None, rtol: float = RTOL, atol: float = ATOL,
+                        atol_scale: float = ATOL_SCALE) -> tuple[bool, str]:
+    """Whether an output of a quantized model agrees with ``want``, ORT_ENABLE_ALL's, by the
+    measure of pir.runtimes.ort.quanta: in quanta where the output has one, else as floats
+    within quantization noise (``unoptimized``: ORT's unoptimized run, whose distance is
+    ORT's own spread); and a note saying how."""
+    from pir.runtimes.ort.quanta import QUANTIZED_ATOL_SCALE, float_tolerance, quanta_agreement
+
+    if quantum is not None and got.shape == want.shape:
+        q = quanta_agreement(got, want, quantum)
+        return q.ok, q.note
+    tol = float_tolerance(want, unoptimized, max(atol_scale, QUANTIZED_ATOL_SCALE))
+    return (close(got, want, rtol, max(atol, tol), 0.0),
+            "vs ORT_ENABLE_ALL, quantization-noise tolerance (1e-2 of its scale, or twice "
+            "ORT's own spread)")
+
+
 def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str, np.ndarray],
                        rtol: float = RTOL, atol: float = ATOL, func: str = "main",
                        runtime: str | None = None, kernels=None,
@@ -153,8 +171,7 @@ def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str
     fn = module.lookup(func)
     if not isinstance(fn, FuncOp):
         raise PirError(f"the module has no function @{func}")
-    from pir.runtimes.ort.quanta import (float_tolerance, is_quantized, output_quanta,
-                                         quanta_agreement)
+    from pir.runtimes.ort.quanta import is_quantized, output_quanta
 
     interp = make_interpreter(module, runtime, kernels=kernels or KernelPolicy())
     ours = interp.run(fn, feeds)
@@ -172,14 +189,10 @@ def check_against_onnx(module: ModuleOp, model: onnx.ModelProto, feeds: dict[str
             continue
         abs_err, rel_err = errors(got, want)
         note = "" if got.shape == want.shape else f"shape {got.shape} vs {want.shape}"
-        if quanta.get(name) is not None and got.shape == want.shape:
-            q = quanta_agreement(got, want, quanta[name])
-            report.outputs.append(OutputCheck(name, abs_err, rel_err, q.ok, q.note))
-            continue
         if quantized:
-            note = note or "vs ORT_ENABLE_ALL, quantization-noise tolerance"
-            tol = float_tolerance(want, plain.get(name), max(atol_scale, 1e-2))
-            ok = close(got, want, rtol, max(atol, tol), 0.0)
+            ok, why = quantized_agreement(got, want, plain.get(name), quanta.get(name),
+                                          rtol, atol, atol_scale)
+            note = note or why
         else:
             ok = close(got, want, rtol, atol, atol_scale)
         report.outputs.append(OutputCheck(name, abs_err, rel_err, ok, note))

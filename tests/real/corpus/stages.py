@@ -103,13 +103,13 @@ def is_quantized(model: Path) -> bool:
 
 def quanta_verdict(model: Path, data: Path, out: Path) -> tuple[bool, str]:
     """For a model that quantizes its activations, `pir run --check`'s measure
-    (pir.runtimes.ort.quanta): agreement with ORT_ENABLE_ALL counted in quanta, a float
-    output within quantization noise; a float tolerance against the unoptimized run is the
-    wrong measure there (one ulp before a quantizer flips a quantum)."""
+    (pir.runtimes.ort.check.quantized_agreement): agreement with ORT_ENABLE_ALL counted in
+    quanta, a float output within quantization noise; a float tolerance against the
+    unoptimized run is the wrong measure there (one ulp before a quantizer flips a quantum)."""
     import onnx
 
-    from pir.runtimes.ort.check import close, run_onnxruntime
-    from pir.runtimes.ort.quanta import float_tolerance, output_quanta, quanta_agreement
+    from pir.runtimes.ort.check import quantized_agreement, run_onnxruntime
+    from pir.runtimes.ort.quanta import output_quanta
 
     m = onnx.load(str(model))
     d, got = np.load(data), np.load(out)
@@ -121,16 +121,11 @@ def quanta_verdict(model: Path, data: Path, out: Path) -> tuple[bool, str]:
     for name, w in want.items():
         if name not in got.files:
             return False, f"missing output {name}"
-        q = quanta.get(name)
-        if q is not None:
-            r = quanta_agreement(got[name], w, q)
-            if not r.ok:
-                return False, f"{name}: {r.note}"
-            notes.append(f"{name}: {r.flipped} flipped")
-        elif not close(got[name], w, atol=float_tolerance(w, plain.get(name)), atol_scale=0.0):
-            return False, (f"{name}: beyond quantization noise of ORT_ENABLE_ALL (1e-2 of its "
-                           "scale, or twice ORT's own spread)")
-    return True, "; ".join(notes) or "within quantization noise of ORT_ENABLE_ALL"
+        ok, note = quantized_agreement(got[name], w, plain.get(name), quanta.get(name))
+        if not ok:
+            return False, f"{name}: {note}"
+        notes.append(f"{name}: {note}")
+    return True, "; ".join(notes)
 
 
 def ort_latency(model: Path, inputs: Path, repeat: int) -> float | None:

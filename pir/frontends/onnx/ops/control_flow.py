@@ -15,9 +15,9 @@ def if_(ctx):
     cond = const_value(ctx.input(0))
     if cond is not None and cond.size == 1:
         # Decided at import, as a constant folds: exporters test static facts of shapes
-        # (Silero VAD: "is the input one channel?", folded by the importer's
-        # _static_shape_part), and only the branch taken is converted, inline, so that
-        # what follows is typed from its values and compiled with the rest
+        # (Silero VAD: "is the input one channel?", folded by onnx/shape_facts.py), and
+        # only the branch taken is converted, inline, so that what follows is typed from
+        # its values and compiled with the rest
         taken = "then_branch" if bool(cond.reshape(-1)[0]) else "else_branch"
         ctx.note(f"the condition is a constant: {taken} is converted inline, the other "
                  "branch dropped")

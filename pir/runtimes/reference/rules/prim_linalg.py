@@ -17,9 +17,9 @@ def dot_general(op, lhs, rhs):
     lc, rc = list(op.lhs_contracting_dimensions), list(op.rhs_contracting_dimensions)
     dtype, work = lhs.dtype, compute_dtype(lhs.dtype)
     lhs, rhs = lhs.astype(work, copy=False), rhs.astype(work, copy=False)
-    if work.kind != "f" and not _exact_in_f64(lhs, rhs, lc):
-        return _dot_einsum(lhs, rhs, lb, rb, lc, rc).astype(dtype, copy=False)
     if work.kind != "f":
+        if not _exact_in_f64(lhs, rhs, lc):
+            return _dot_einsum(lhs, rhs, lb, rb, lc, rc).astype(dtype, copy=False)
         # integers whose every sum float64 holds exactly (a quantized model's centred int8
         # operands): BLAS on them as floats, where numpy's integer matmul has no BLAS and
         # ran ddddocr's [T, 1024] x [1024, 8210] product at a few hundred MFLOP/s
@@ -43,9 +43,7 @@ def _exact_in_f64(lhs: np.ndarray, rhs: np.ndarray, contracted) -> bool:
     if lhs.dtype.kind not in "iu" or not lhs.size or not rhs.size:
         return False
     k = _prod(lhs.shape[d] for d in contracted)
-    a = int(np.abs(lhs).max()) if lhs.size else 0
-    b = int(np.abs(rhs).max()) if rhs.size else 0
-    return a * b * max(k, 1) < 2**53
+    return int(np.abs(lhs).max()) * int(np.abs(rhs).max()) * max(k, 1) < 2**53
 
 
 def _prod(dims) -> int:
