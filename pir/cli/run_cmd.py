@@ -42,7 +42,8 @@ from pir.cli.common import AtomicOutput, read_module, run_command
                    "ops on a GPU); default: the one the program's kernels are for, else "
                    "reference.")
 @click.option("--repeat", type=click.IntRange(min=1), metavar="N",
-              help="Run N times and print the median latency (stderr).")
+              help="Run N more times and print their median latency (stderr); the outputs "
+                   "written are the last run's.")
 @click.option("--threads", type=click.IntRange(min=1), metavar="N",
               help="Run compiled (tvm) kernels on N threads (at most TVM_NUM_THREADS, default "
                    "every CPU).  numpy's BLAS runs on one thread, since its spinning threads "
@@ -144,7 +145,7 @@ def run_cmd(program, inputs_npz, input_pairs, output, check_model, seed, dims, r
     if repeat:
         if prof is not None:
             prof.clear()  # the first run warms up: profile the timed ones
-        _time(module, interp, fn, feeds, repeat)
+        outputs = _time(interp, fn, feeds, repeat)
     if prof is not None:
         _print_profile(prof, repeat or 1, type(interp).__name__)
     write_outputs(outputs, output)
@@ -176,7 +177,10 @@ def _summarize(outputs: dict[str, np.ndarray]) -> None:
         click.echo(f"{head}\n  [{', '.join(str(x) for x in flat)}{more}]")
 
 
-def _time(module, interp, fn, feeds, repeat: int) -> None:
+def _time(interp, fn, feeds, repeat: int) -> dict[str, np.ndarray]:
+    """Run ``repeat`` times, print the median latency, and return the last run's outputs
+    (a compiled program's later runs follow its execution plan, not the first run's path:
+    those are the outputs worth writing)."""
     import time
 
     times = []
@@ -184,11 +188,12 @@ def _time(module, interp, fn, feeds, repeat: int) -> None:
         interp.values.clear()
         interp.symbols.clear()
         t0 = time.perf_counter()
-        interp.run(fn, feeds)
+        outputs = interp.run(fn, feeds)
         times.append(time.perf_counter() - t0)
     median = float(np.median(times)) * 1e3
     click.echo(f"latency: median {median:.3f} ms over {repeat} runs "
                f"({type(interp).__name__})", err=True)
+    return outputs
 
 
 def _print_profile(prof: dict, runs: int, runtime: str) -> None:

@@ -495,3 +495,44 @@ module @m {
     with pytest.raises(RuntimeError, match="boom"):
         interp.run(fn, feeds)
     assert calls == [1, 4]  # and the pool got its four threads back
+
+
+def test_a_value_a_region_reads_keeps_its_slot_until_the_region_has_run():
+    # an nn.if branch reads %a from the enclosing block without naming it as an operand of
+    # the nn.if; the plan must count that use, or %d (same size, made after %a's last
+    # operand use) takes %a's slot and the branch reads %d (Silero VAD op15 gave wrong
+    # results from its second run on)
+    dot = ("prim.dot_general(LHS, %w) {lhs_batching_dimensions = [], rhs_batching_dimensions = "
+           "[], lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]} : "
+           "(tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<16x16xf32>")
+    text = f"""
+module @m {{
+  func.func @main(%x: tensor<16x16xf32>, %w: tensor<16x16xf32>, %c: tensor<i1>) -> (tensor<16x16xf32>, tensor<16x16xf32>) {{
+    %a = {dot.replace("LHS", "%x")}
+    %b = {dot.replace("LHS", "%a")}
+    %d = {dot.replace("LHS", "%b")}
+    %e = {dot.replace("LHS", "%d")}
+    %r = nn.if(%c) ({{
+      %t = prim.exp(%a) : (tensor<16x16xf32>) -> tensor<16x16xf32>
+      nn.yield(%t) : (tensor<16x16xf32>) -> ()
+    }}, {{
+      nn.yield(%a) : (tensor<16x16xf32>) -> ()
+    }}) : (tensor<i1>) -> tensor<16x16xf32>
+    func.return(%r, %e) : (tensor<16x16xf32>, tensor<16x16xf32>) -> ()
+  }}
+}}
+"""
+    module = parse_module(text)
+    PassManager(parse_pipeline("decompose,canonicalize,fold,cse,dce,shapes,fuse")).run(module)
+    codegen_module(module, "llvm")
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((16, 16)).astype(np.float32)
+    w = (rng.standard_normal((16, 16)) / 4).astype(np.float32)
+    a = x @ w
+    for cond, want in [(True, np.exp(a)), (False, a), (True, np.exp(a)), (False, a)]:
+        got = interp.run(fn, {"x": x, "w": w, "c": np.array(cond)})
+        np.testing.assert_allclose(got["r"], want, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got["e"], a @ w @ w @ w, rtol=1e-4, atol=1e-5)
+    assert interp._plans  # the later runs followed the plan

@@ -98,6 +98,19 @@ def _shareable(dtype: DType, shape: tuple[int, ...]) -> bool:
             and np_dtype.name in np.sctypeDict and 0 not in shape)
 
 
+def _reads(op: Operation) -> list[Value]:
+    """The values ``op`` reads: its operands, and those its regions' ops read from outside
+    them (a branch of an nn.if uses the enclosing block's values without naming them as
+    operands of the nn.if)."""
+    if not op.regions:
+        return list(op.operands)
+    nested = list(op.walk())[1:]
+    inner = {v for o in nested for v in o.results}
+    inner.update(a for o in [op, *nested] for r in o.regions for b in r.blocks for a in b.args)
+    outer = [v for o in nested for v in o.operands if v not in inner]
+    return list(dict.fromkeys([*op.operands, *outer]))
+
+
 class _Slot:
     __slots__ = ("nbytes", "buf", "fresh")
 
@@ -153,9 +166,10 @@ class Plan:
     def _assign_slots(self) -> None:
         ops = [op for op in self.block.ops if Terminator not in op.traits]
         term = self.block.ops[-1] if self.block.ops else None
+        reads = [_reads(op) for op in ops]
         last = {}
         for i, op in enumerate(ops):
-            for v in op.operands:
+            for v in reads[i]:
                 last[v] = i
         returned = set(term.operands) if term is not None else set()
         roots: dict[Value, set[int]] = {}  # value -> slots it may view
@@ -177,16 +191,17 @@ class Plan:
                     roots[r] = {s}
                     holders.setdefault(s, []).append(r)
             else:
-                # a reference rule may return a view of any operand (numpy reshape, transpose)
-                shared = set().union(*(roots.get(v, set()) for v in op.operands)) \
-                    if op.operands else set()
+                # a reference rule may return a view of any value it reads (numpy reshape,
+                # transpose; a branch that yields a value of this block)
+                shared = set().union(*(roots.get(v, set()) for v in reads[i])) \
+                    if reads[i] else set()
                 for r in op.results:
                     if shared:
                         roots[r] = shared
                         for s in shared:
                             holders[s].append(r)
             # free the slots whose every holder is dead after this op
-            for v in op.operands:
+            for v in reads[i]:
                 if last.get(v) == i:
                     for s in roots.get(v, ()):
                         if s not in free and all(last.get(h, -1) <= i and h not in returned
