@@ -36,18 +36,22 @@ def best_time(fn, repeat: int) -> float:
     return best
 
 
-#: Calls of a function in a row per round: the best of them is the round's time.  Whatever
-#: the function before it left behind (ONNX Runtime's pool threads spin on after a run; a
-#: cache the other library filled) falls on the first call of the run, not on the time:
-#: a 2-thread pir run right after ORT's took 5.3 ms instead of 2.4 (magika_v3) and 14 ms
-#: instead of 1.3 (ppocr_cls_v2), while ORT lost little after pir's.
+#: Calls of a function in a row per round: the best of them is the round's time.
 CALLS_PER_ROUND = 3
+#: Seconds a function is called untimed when its turn comes, before its timed calls: what
+#: the function before it left behind (ONNX Runtime's pool threads spin on after a run and
+#: TVM's workers then wait for the cores; a cache the other library filled) falls on those
+#: calls.  On two cores a 1.1 ms 2-thread pir run took 15-29 ms for its first two calls
+#: after an ORT run, and 1.2-6 ms for the third (bench/real_shapes.py's neck at 40x40):
+#: three calls alone were not enough.  Each library is timed in its own steady state, as a
+#: program that runs only one of them sees it.
+SETTLE_S = 0.03
 
 
 def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
     """The fastest of ``repeat`` rounds of each of ``fns`` (name -> callable), in seconds.
-    Each round runs every function CALLS_PER_ROUND times in a row and keeps its best, in an
-    order that reverses from one round to the next: on a shared, noisy machine a load that
+    Each round runs every function for SETTLE_S untimed, then CALLS_PER_ROUND times in a row
+    and keeps its best, in an order that reverses from one round to the next: on a shared, noisy machine a load that
     comes and goes then falls on all of them alike, and none always runs right after the
     same neighbour (which measured up to 0.5 ms of bias on ResNet-50 when one order was
     kept).  ``rounds``, if given, receives each round's times (name -> seconds), for
@@ -59,6 +63,10 @@ def best_times(fns: dict, repeat: int, rounds: list | None = None) -> dict:
     for r in range(repeat):
         times = {}
         for name in (names if r % 2 == 0 else names[::-1]):
+            settle = time.perf_counter() + SETTLE_S
+            fns[name]()
+            while time.perf_counter() < settle:
+                fns[name]()
             calls = []
             for _ in range(CALLS_PER_ROUND):
                 t = time.perf_counter()
