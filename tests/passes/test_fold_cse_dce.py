@@ -73,6 +73,46 @@ def test_fold_keeps_a_broadcast_that_would_expand_a_constant(n, folded):
     assert ("prim.broadcast_in_dim" not in op_names(out)) == folded
 
 
+OUTER = """module {{
+  func.func @main(%x: tensor<40x50xf32>) -> (tensor<40x50xf32>) {{
+    %t = builtin.constant() {{value = dense<{t}> : tensor<{tshape}xf32>}} : () -> tensor<{tshape}xf32>
+    %i = builtin.constant() {{value = dense<{i}> : tensor<{ishape}xf32>}} : () -> tensor<{ishape}xf32>
+    %bt = prim.broadcast_in_dim(%t) {{broadcast_dimensions = [{tdims}]}} : (tensor<{tshape}xf32>) -> tensor<40x50xf32>
+    %bi = prim.broadcast_in_dim(%i) {{broadcast_dimensions = [{idims}]}} : (tensor<{ishape}xf32>) -> tensor<40x50xf32>
+    %s = prim.add(%bt, %bi) : (tensor<40x50xf32>, tensor<40x50xf32>) -> tensor<40x50xf32>
+    %w = prim.sin(%s) : (tensor<40x50xf32>) -> tensor<40x50xf32>
+    %y = prim.mul(%x, %w) : (tensor<40x50xf32>, tensor<40x50xf32>) -> tensor<40x50xf32>
+    func.return(%y) : (tensor<40x50xf32>) -> ()
+  }}
+}}
+"""
+
+
+def _dense(shape, scale):
+    vals = (np.arange(int(np.prod(shape)), dtype=np.float32) * scale).reshape(shape)
+    return str(vals.tolist())
+
+
+@pytest.mark.parametrize("case, folded", [
+    # t[40, 1] + idx[50] varies along both dims: a dense filter, folded through the sin
+    ({"t": _dense((40, 1), 0.5), "tshape": "40x1", "tdims": "0, 1",
+      "i": _dense((50,), 0.25), "ishape": "50", "idims": "1"}, True),
+    # both along dim 1 only: the sum is itself a broadcast, and folding would expand it
+    ({"t": _dense((50,), 0.5), "tshape": "50", "tdims": "1",
+      "i": _dense((50,), 0.25), "ishape": "50", "idims": "1"}, False),
+], ids=["outer-sum", "same-axis"])
+def test_fold_goes_through_broadcasts_whose_result_is_dense_anyway(case, folded):
+    # an elementwise op on broadcasts of constants is folded when its result varies along
+    # every dim (a resampler's windowed-sinc filter computed from two index vectors)
+    m = parse_module(OUTER.format(**case))
+    x = np.random.default_rng(3).standard_normal((40, 50)).astype(np.float32)
+    out = check_pipeline(m, {"x": x}, "fold,dce")
+    names = op_names(out)
+    assert ("prim.sin" not in names) == folded
+    assert ("prim.broadcast_in_dim" not in names) == folded
+    assert "prim.mul" in names  # x is an input: its product stays
+
+
 def test_an_op_that_would_fail_is_left_to_fail_at_run_time():
     text = """module {
   func.func @main() -> (tensor<2xf32>) {

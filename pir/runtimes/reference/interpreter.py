@@ -72,8 +72,10 @@ def evaluate_op(op: Operation, arrays: list[np.ndarray], interp: Interpreter | N
     return [_as_array(x, r.type) for x, r in zip(out, op.results)]
 
 
-def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
-    """Evaluate a pure op on constant operands; None when it cannot or the result is big."""
+def fold_op(op: Operation, limit: int,
+            arrays: list[np.ndarray] | None = None) -> list[np.ndarray] | None:
+    """Evaluate a pure op on constant operands (or on ``arrays``, their values); None when it
+    cannot or the result is big."""
     load_all()
     if op.name not in EVAL:
         return None
@@ -82,7 +84,8 @@ def fold_op(op: Operation, limit: int) -> list[np.ndarray] | None:
         if isinstance(t, TensorType) and t.is_static and t.numel > limit:
             return None
     try:
-        arrays = [constant_value(v.op) for v in op.operands]
+        if arrays is None:
+            arrays = [constant_value(v.op) for v in op.operands]
         out = evaluate_op(op, arrays)
     except Exception:  # folding is an optimisation: the op stays and fails at run time
         return None
