@@ -6,14 +6,17 @@ and W symbolic, and every convolution runs in the direct form of pir.codegen.tvm
 
 - ``cnn``: four 3x3 convolutions with bias and relu, 3 -> 16 -> 32 (stride 2) -> 32 -> 32
   channels, input ``1 x 3 x H x W`` with H and W symbolic;
+- ``neck``: a detector neck's deeper levels, where a row is a few vectors wide: 3x3
+  convolutions 64 -> 64 -> 64 -> 128 (stride 2), then a 1x1 128 -> 128, each with bias and
+  relu, input ``1 x 64 x H x W`` at 40x40 and 80x60;
 - ``attention``: softmax(q . k^T / sqrt(d)) . v over ``[1, 12, S, 64]``, S symbolic.
 
 Each is compiled once (import | fuse pipeline | codegen --target llvm) and run by the tvm
 runtime at two sizes (``cnn``: 320x320 and 640x480; ``attention``: S = 128 and 384) without
 building again ("builds" counts the TVM programs built for a size: 0 when it reused the
 compiled program), side by side with ONNX Runtime (ORT_ENABLE_ALL) at 1 and 2 threads, best
-of --repeat with pir's and ORT's runs interleaved (bench/benchenv.best_times).  For the CNN
-the program compiled with the size made static (the fast paths: channel blocks, Winograd,
+of --repeat with pir's and ORT's runs interleaved (bench/benchenv.best_times).  For the CNN and
+the neck the program compiled with the size made static (the fast paths: channel blocks, Winograd,
 halos) is timed too ("static ms"), and pir's time split per op kind is printed for every
 row.  Asserts nothing.
 
@@ -27,7 +30,7 @@ import argparse
 import sys
 
 _ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-_ap.add_argument("--models", default="cnn,attention")
+_ap.add_argument("--models", default="cnn,neck,attention")
 _ap.add_argument("--threads", default="1,2", help="thread counts to measure (default 1,2)")
 _ap.add_argument("--repeat", type=int, default=5)
 _ap.add_argument("--no-static", action="store_true", help="skip the static-size programs")
@@ -65,19 +68,29 @@ def _finish(nodes, inputs, inits) -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(model)
 
 
-def cnn(h="H", w="W") -> onnx.ModelProto:
+def _conv_stack(layers, c0: int, h, w) -> onnx.ModelProto:
+    """Convolutions (in, out, kernel, stride) with bias and relu on a ``1 x c0 x h x w``
+    input."""
     rng = np.random.default_rng(0)
-    layers = [(3, 16, 1), (16, 32, 2), (32, 32, 1), (32, 32, 1)]
     nodes, inits, x = [], {}, "x"
-    for i, (c, o, stride) in enumerate(layers):
-        inits[f"w{i}"] = (rng.standard_normal((o, c, 3, 3)) / np.sqrt(9 * c)).astype(np.float32)
+    for i, (c, o, k, stride) in enumerate(layers):
+        inits[f"w{i}"] = (rng.standard_normal((o, c, k, k)) / np.sqrt(k * k * c)).astype(np.float32)
         inits[f"b{i}"] = (rng.standard_normal(o) * 0.1).astype(np.float32)
         y = "y" if i == len(layers) - 1 else f"r{i}"
-        nodes += [helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], kernel_shape=[3, 3],
-                                   pads=[1, 1, 1, 1], strides=[stride, stride]),
+        nodes += [helper.make_node("Conv", [x, f"w{i}", f"b{i}"], [f"c{i}"], kernel_shape=[k, k],
+                                   pads=[k // 2] * 4, strides=[stride, stride]),
                   helper.make_node("Relu", [f"c{i}"], [y])]
         x = y
-    return _finish(nodes, {"x": [1, 3, h, w]}, inits)
+    return _finish(nodes, {"x": [1, c0, h, w]}, inits)
+
+
+def cnn(h="H", w="W") -> onnx.ModelProto:
+    return _conv_stack([(3, 16, 3, 1), (16, 32, 3, 2), (32, 32, 3, 1), (32, 32, 3, 1)], 3, h, w)
+
+
+def neck(h="H", w="W") -> onnx.ModelProto:
+    return _conv_stack([(64, 64, 3, 1), (64, 64, 3, 1), (64, 128, 3, 2), (128, 128, 1, 1)],
+                       64, h, w)
 
 
 def attention(s="S") -> onnx.ModelProto:
@@ -94,6 +107,8 @@ def attention(s="S") -> onnx.ModelProto:
 MODELS = {
     "cnn": (cnn, [("320x320", {"h": 320, "w": 320}), ("640x480", {"h": 640, "w": 480})],
             lambda p: {"x": (1, 3, p["h"], p["w"])}),
+    "neck": (neck, [("40x40", {"h": 40, "w": 40}), ("80x60", {"h": 80, "w": 60})],
+             lambda p: {"x": (1, 64, p["h"], p["w"])}),
     "attention": (attention, [("S=128", {"s": 128}), ("S=384", {"s": 384})],
                   lambda p: {"q": (1, 12, p["s"], 64), "kt": (1, 12, 64, p["s"]),
                              "v": (1, 12, p["s"], 64)}),
@@ -122,7 +137,7 @@ def main() -> None:
             feeds = {k: rng.standard_normal(s).astype(np.float32)
                      for k, s in shapes(params).items()}
             static = None
-            if name == "cnn" and not ARGS.no_static:
+            if name in ("cnn", "neck") and not ARGS.no_static:
                 static = compiled(make(**params))
             for threads in THREADS:
                 set_threads(threads)

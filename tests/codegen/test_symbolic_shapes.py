@@ -125,6 +125,29 @@ def test_a_1d_conv_over_a_symbolic_length(stride, dil):
     _runs_like_ort(model, module, [{"x": (1, 8, 37)}, {"x": (3, 8, 100)}])
 
 
+@pytest.mark.parametrize("rank,o", [(1, 257), (2, 100)], ids=["stft-257", "2d-100"])
+def test_an_odd_channel_count_is_padded_to_whole_tiles_and_sliced(rank, o):
+    # 257 STFT bins (a 512-tap, stride-160 convolution over a symbolic length) or 100
+    # channels: computed as 272 / 112 with zero weights, 16 channels a tile, and cut back
+    if rank == 1:
+        conv = oh.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[64], strides=[16])
+        inputs, w, sizes = {"x": ["N", 1, "L"]}, _weights(o, 1, 64), [(1, 1, 200), (2, 1, 531)]
+    else:
+        conv = oh.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3],
+                            pads=[1, 1, 1, 1])
+        inputs, w, sizes = {"x": ["N", 8, "H", "W"]}, _weights(o, 8, 3, 3), [(1, 8, 9, 20),
+                                                                          (2, 8, 17, 5)]
+    nodes = [conv, oh.make_node("Relu", ["c"], ["y"])]
+    model = graph_model(nodes, inputs, ["y"], {"w": w, "b": _weights(o, seed=1)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    (cut,) = [op for op in kernel.body.block.ops if op.name == "prim.slice"]
+    assert cut.operands[0].type.shape[1] == -(-o // 16) * 16 and cut.results[0].type.shape[1] == o
+    assert "T.unroll(16)" in kernel.source  # sixteen channels a tile
+    _runs_like_ort(model, module, [{"x": s} for s in sizes])
+
+
 @pytest.mark.parametrize("c,o,group", [(8, 16, 2), (8, 8, 8), (6, 12, 3)])
 def test_grouped_and_depthwise_convs_over_symbolic_hw(c, o, group):
     nodes = [oh.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[3, 3],

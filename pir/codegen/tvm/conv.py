@@ -37,7 +37,8 @@ import numpy as np
 
 from tvm import te, tirx
 
-from pir.codegen.tvm.direct import direct_compute, tile_rows, wants_direct, why_not_direct
+from pir.codegen.tvm.direct import (direct_compute, padded_channels, tile_rows, wants_direct,
+                                    why_not_direct)
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
@@ -350,7 +351,7 @@ def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
     weights packed in panels of the tile's output channels (``[O/rows, C/G, R, S, rows]``),
     a 1-d convolution made a 2-d one over a height of 1."""
     from pir.ir.dialects.prim.linalg import ConvOp
-    from pir.ir.dialects.prim.shape import ReshapeOp
+    from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp
 
     name = op.results[0].name or "conv"
     computed = isinstance(w, Value)
@@ -367,6 +368,7 @@ def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
             win = op.window(1)
             attrs.update({k: (0 if k.startswith("padding") else 1, *win[k]) for k in win})
             out = out.with_shape([*out.shape[:2], 1, out.shape[2]])
+        o = o_pad = out.shape[1]
         if computed:
             kt = w_arg[0]
             if flat:
@@ -376,10 +378,19 @@ def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
                     result_types=[wt.with_shape([*wt.shape[:2], 1, wt.shape[2]])])).results[0]
         else:
             w4 = w[:, :, None, :] if flat else w
-            kt = _packed_weights(body, op, w4, tile_rows(w4.shape[0]), (), name)
-        y = body.append(ConvOp.build(x_arg, kt, loc=op.loc, result_types=[out],
-                                     result_names=[f"{name}.2d" if flat else name],
+            o_pad = padded_channels(o) if op.feature_group_count == 1 else o
+            if o_pad != o:  # zero weights for the extra channels (sliced off below)
+                w4 = np.concatenate([w4, np.zeros((o_pad - o, *w4.shape[1:]), w4.dtype)])
+            kt = _packed_weights(body, op, w4, tile_rows(o_pad), (), name)
+        padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
+        y = body.append(ConvOp.build(x_arg, kt, loc=op.loc, result_types=[padded],
+                                     result_names=[f"{name}.pad" if o_pad != o else
+                                                   f"{name}.2d" if flat else name],
                                      **attrs)).results[0]
+        if o_pad != o:
+            y = body.append(SliceOp.build(
+                y, start_indices=[0], limit_indices=[o], axes=[1], loc=op.loc,
+                result_types=[out], result_names=[f"{name}.2d" if flat else name])).results[0]
         if flat:
             y = body.append(ReshapeOp.build(y, loc=op.loc, result_names=[name],
                                             result_types=[op.results[0].type])).results[0]

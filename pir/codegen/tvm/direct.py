@@ -41,24 +41,52 @@ from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
 from pir.ir.core import Operation
 from pir.ir.types import DType, TensorType
 
-__all__ = ["LANES", "why_not_direct", "wants_direct", "tile_rows", "direct_compute",
+__all__ = ["LANES", "why_not_direct", "wants_direct", "padded_channels", "tile_rows",
+           "direct_compute",
            "schedule_direct", "is_direct_block"]
 
 #: Output positions per tile row: one AVX-512 vector of float32, two AVX2 ones.
 LANES = 16
-#: Accumulators a tile holds, in floats: rows x lanes (4 x 16: eight AVX2 registers, which
-#: leaves room for the loads; 8 x 16 spilled on AVX2 and ran at a fifth of the speed).
-TILE_FLOATS = 64
+#: Accumulators a tile holds, in floats: rows x lanes.  16 x 16 is sixteen AVX-512
+#: registers, as the GEMM's 8 x 32 tile (pir.codegen.tvm.gemm): enough independent FMAs to
+#: hide their latency on two FMA units.  A 64 -> 64 channel 3x3 convolution of a symbolic
+#: 40 x 40 input ran at 103 GFLOP/s with 4 x 16 (four registers), 153 with 8 x 16 and 167
+#: with 16 x 16 (one thread; bench/real_shapes.py's neck went from 2.5x ORT's time to 1.7x).
+TILE_FLOATS = 256
+
+
+#: Output channels from which a count that 8 does not divide is padded to a multiple of 16
+#: (zero weights, the extra channels sliced off): at most 15/64 more products, against a
+#: tile of one or two channels that leaves the FMA units waiting on one accumulator.  An
+#: STFT's 257 bins as a convolution ran at 8 GFLOP/s one channel a tile.
+PAD_CHANNELS_FROM = 64
+
+
+def padded_channels(o: int) -> int:
+    """The output channels the direct form computes for ``o`` (of an ungrouped
+    convolution): ``o`` itself, or ``o`` rounded up to a multiple of 16 when 8 does not
+    divide it and it is at least PAD_CHANNELS_FROM."""
+    if o % 8 == 0 or o < PAD_CHANNELS_FROM:
+        return o
+    return -(-o // 16) * 16
 
 
 def tile_rows(o: int) -> int:
-    """Output channels per tile: the largest of 4, 2, 1 that divides ``o``."""
-    return next(m for m in (4, 2, 1) if o % m == 0)
+    """Output channels per tile: the largest of 16, 8, 4, 2, 1 that divides ``o`` (the
+    packed weights are whole tiles of channels)."""
+    return next(m for m in (16, 8, 4, 2, 1) if o % m == 0)
+
+
+#: Most output positions a tile takes: four vectors.  A row is rounded up to whole tiles,
+#: and fewer channels per tile (257 STFT bins: one) would otherwise make a tile of 256
+#: positions, most of them past the end of a short row (see also padded_channels).
+MAX_LANES = 64
 
 
 def tile_lanes(o: int) -> int:
-    """Output positions per tile: TILE_FLOATS over the rows (a multiple of LANES)."""
-    return TILE_FLOATS // tile_rows(o)
+    """Output positions per tile: TILE_FLOATS over the rows, at most MAX_LANES (a multiple
+    of LANES)."""
+    return min(TILE_FLOATS // tile_rows(o), MAX_LANES)
 
 
 def why_not_direct(op: Operation) -> str | None:
@@ -215,6 +243,8 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
             sch.parallel(y)
         sch.vectorize(xi)
         sch.unroll(oi)
+        for k in ks[1:]:
+            sch.unroll(k)
         acc = sch.cache_write(gemm, 0, "local")
         sch.reverse_compute_at(acc, ot)
         init = sch.decompose_reduction(gemm, ks[0])
