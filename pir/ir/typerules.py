@@ -12,6 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from pir.errors import PirError
+from pir.ir import dimexpr
 from pir.ir.core import Value
 from pir.ir.types import Dim, DType, TensorType
 
@@ -57,9 +58,11 @@ def broadcast_dims(a: Dim, b: Dim) -> Dim:
         return a
     if isinstance(a, int) and isinstance(b, int):
         raise PirError(f"dims {a} and {b} do not broadcast")
-    if isinstance(a, int):  # a symbol or unknown against a size other than 1 must equal it
+    # a dim that can never be 1 (a size other than 1, an even expression such as
+    # 2*((H + 31) floordiv 32)) cannot be the stretched side: the other must equal it
+    if dimexpr.never_one(a):
         return a
-    if isinstance(b, int):
+    if dimexpr.never_one(b):
         return b
     return None  # two different symbols, or unknown
 

@@ -99,12 +99,15 @@ class PrimBuilder:
 
     def broadcast_all(self, *values: Value, result: Sequence[Dim] | None = None) -> list[Value]:
         """``values`` broadcast to their common shape.  Where two operands' dims are
-        different expressions the common dim is unknown; ``result``, the op's declared
-        shape, then settles it (:meth:`_agree_with`)."""
+        different expressions, ``result``, the op's declared shape, settles it
+        (:meth:`_agree_with`), and a dim that may be 1 is read clamped where the other
+        can never be."""
         shape = broadcast_shapes(*(tensor(v).shape for v in values))
-        if result is not None and (shape is None or None in shape):
+        if result is not None and (shape is None or tuple(result) != tuple(shape)):
             values = tuple(self._agree_with(v, tuple(result)) for v in values)
             shape = broadcast_shapes(*(tensor(v).shape for v in values))
+        if shape is not None and None not in shape:
+            values = tuple(self._agree_with(v, tuple(shape)) for v in values)
         return [self.broadcast_to(v, self.known(shape)) for v in values]
 
     def _agree_with(self, v: Value, result: tuple[Dim, ...]) -> Value:
@@ -121,9 +124,23 @@ class PrimBuilder:
             return v
         offset = len(result) - len(shape)
         for axis, (d, r) in enumerate(zip(shape, result[offset:])):
-            if d != r and d != 1 and dimexpr.never_one(d):
-                first = self.op("iota", result_type=TensorType(DType.I64, (r,)), dimension=0)
-                v = self.op("gather", v, first, axis=axis)
+            if d == r or d == 1 or d is None:
+                continue
+            if dimexpr.never_one(d):
+                index = self.op("iota", result_type=TensorType(DType.I64, (r,)), dimension=0)
+            elif dimexpr.never_one(r) and dimexpr.is_symbolic(d):
+                # ``d`` may be 1 (stretched to ``r``) or equal ``r``: position i reads
+                # min(i, d - 1), which is both (a pyramid's ``(H + 15) floordiv 16`` added
+                # to an upsampled ``2*((H + 31) floordiv 32)``)
+                last = self.reduce("max", self.op(
+                    "iota", result_type=TensorType(DType.I64, (d,)), dimension=0), [0],
+                    keepdims=False)
+                index = self.op("min", self.op(
+                    "iota", result_type=TensorType(DType.I64, (r,)), dimension=0),
+                    self.broadcast_to(last, (r,)))
+            else:
+                continue
+            v = self.op("gather", v, index, axis=axis)
         return v
 
     def binary(self, name: str, a: Value, b: Value, result: Sequence[Dim] | None = None
