@@ -297,3 +297,18 @@ def test_an_fpn_neck_conv_on_upsampled_dims_is_scheduled():
     # the register-tiled direct schedule: an accumulator tile, vector lanes
     assert "_gemm_local" in last.source and "T.vectorized(16)" in last.source, last.source
     _runs_like_ort(model, module, [{"x": (1, 3, 64, 96)}, {"x": (2, 3, 96, 64)}])
+
+
+def test_a_symbolic_max_pool_reads_its_window_positions_computed_in_place():
+    # a PP-HGNet stem's 2x2 stride-1 pool behind a one-sided pad: over symbolic H x W its
+    # taps are gathers of iota positions, which are inlined as index arithmetic; kept in an
+    # i64 buffer, every load of the pool was a gather of loaded indices (7x slower)
+    nodes = [oh.make_node("Pad", ["x", "pads"], ["p"], mode="constant"),
+             oh.make_node("MaxPool", ["p"], ["y"], kernel_shape=[2, 2], strides=[1, 1])]
+    pads = np.array([0, 0, 0, 0, 0, 0, 1, 1], np.int64)
+    model = graph_model(nodes, {"x": ["N", 8, "H", "W"]}, ["y"], {"pads": pads})
+    module, _ = _compile(model)
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    assert any(op.name == "prim.iota" for op in kernel.body.block.ops)
+    assert "sblock_alloc_buffer" not in kernel.source
+    _runs_like_ort(model, module, [{"x": (1, 8, 9, 14)}, {"x": (2, 8, 4, 31)}])

@@ -204,16 +204,16 @@ class _Scheduler:
         return body if hasattr(body, "buffer") and hasattr(body, "value") else None
 
     def is_pure_load(self, block) -> bool:
-        """A block that only moves data (an index map): inlining it never repeats work."""
+        """A block that only moves data (an index map) or writes its own position (an iota):
+        inlining it never repeats work, and an iota kept in a buffer turns every gather it
+        indexes into a gather of loads, which nothing can vectorise or prove in bounds."""
         store = self.store(block)
         if store is None:
             return False
-        value = store.value
-        while isinstance(value, tirx.Cast):
-            value = value.value
         # TVM 0.27 represents a buffer read as ``tvm.ir.expr.TensorLoad`` (tirx.BufferLoad is
         # a constructor function there, not a class), so test by name
-        return type(value).__name__ in ("TensorLoad", "BufferLoad", "IntImm", "FloatImm")
+        return type(_uncast(store.value)).__name__ in ("TensorLoad", "BufferLoad", "IntImm",
+                                                       "FloatImm", "Var")
 
     def is_one_op(self, block) -> bool:
         """A block computing one add, subtract or multiply of loads and immediates (layer
