@@ -8,6 +8,7 @@ the op runs inside a kernel.tvm, not as a numpy library call."""
 from __future__ import annotations
 
 import pathlib
+import re
 
 import numpy as np
 import onnx
@@ -297,6 +298,34 @@ def test_an_fpn_neck_conv_on_upsampled_dims_is_scheduled():
     # the register-tiled direct schedule: an accumulator tile, vector lanes
     assert "_gemm_local" in last.source and "T.vectorized(16)" in last.source, last.source
     _runs_like_ort(model, module, [{"x": (1, 3, 64, 96)}, {"x": (2, 3, 96, 64)}])
+
+
+@pytest.mark.parametrize("c,o,k,pad,dil,group,residual", [
+    (32, 24, 3, 1, 1, 1, False), (24, 24, 3, 2, 2, 1, True), (256, 32, 1, 0, 1, 1, False),
+    (64, 64, 3, 1, 1, 2, True), (16, 8, 5, 0, 1, 1, False)],
+    ids=["3x3", "dilated", "pointwise", "grouped", "5x5-unpadded"])
+def test_a_stride_1_conv_runs_over_its_positions_as_one_flat_run(c, o, k, pad, dil, group,
+                                                                 residual):
+    # the flat form: every window's loads consecutive floats of the padded input laid out
+    # as one run per channel (no division in the products), the result read back out of it
+    # row by row; at sizes whose rows are shorter and longer than a tile and one wide
+    conv = oh.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k, k], pads=[pad] * 4,
+                        dilations=[dil, dil], group=group)
+    nodes = [conv, oh.make_node("Relu", ["c"], ["y" if not residual else "r"])]
+    if residual:
+        nodes.append(oh.make_node("Add", ["r", "x"], ["y"]))
+    model = graph_model(nodes, {"x": ["N", c, "H", "W"]}, ["y"],
+                        {"w": _weights(o, c // group, k, k), "b": _weights(o, seed=1)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    loads = [m.split(",") for line in kernel.source.splitlines()
+             if "_gemm_local[" in line for m in re.findall(r"_xpad\[([^\]]*)\]", line)]
+    # [batch, channel, position], the position a sum of the tile's and the window's offsets
+    assert loads and all(len(i) == 3 and "//" not in i[2] and "%" not in i[2] for i in loads)
+    low = max((k - 1) * dil + 1 - 2 * pad, 1)  # the smallest input: one output position
+    _runs_like_ort(model, module, [{"x": (1, c, 7, 40)}, {"x": (2, c, 12, low)},
+                                   {"x": (1, c, low, low + 2)}])
 
 
 def test_a_symbolic_max_pool_reads_its_window_positions_computed_in_place():

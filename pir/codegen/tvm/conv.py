@@ -37,8 +37,8 @@ import numpy as np
 
 from tvm import te, tirx
 
-from pir.codegen.tvm.direct import (direct_compute, padded_channels, tile_rows, wants_direct,
-                                    why_not_direct)
+from pir.codegen.tvm.direct import (direct_compute, is_flat, padded_channels, tile_rows,
+                                    wants_direct, why_not_direct)
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
@@ -381,7 +381,7 @@ def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
             o_pad = padded_channels(o) if op.feature_group_count == 1 else o
             if o_pad != o:  # zero weights for the extra channels (sliced off below)
                 w4 = np.concatenate([w4, np.zeros((o_pad - o, *w4.shape[1:]), w4.dtype)])
-            kt = _packed_weights(body, op, w4, tile_rows(o_pad), (), name)
+            kt = _packed_weights(body, op, w4, tile_rows(o_pad, is_flat(op)), (), name)
         padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
         y = body.append(ConvOp.build(x_arg, kt, loc=op.loc, result_types=[padded],
                                      result_names=[f"{name}.pad" if o_pad != o else

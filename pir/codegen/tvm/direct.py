@@ -25,12 +25,29 @@ row: in NCHW the positions of one channel are contiguous, so every store (and a
 residual's load) is a vector.  Nothing is padded or sliced in the output channels:
 the tile's rows are a divisor of them (:func:`tile_rows`), its lanes 64 over the rows.
 
+A stride-1 convolution with enough products per position (FLAT_FROM) takes the flat form
+instead, which wastes no lanes on the ends of short rows (a 20-wide row is two 16-lane
+vectors, 37% of them past its end).  With ``Wp = W' + (S - 1) * dw`` the padded row::
+
+    xpad[n, c, p]    = the zero-padded input at row p // Wp, column p % Wp       (a copy)
+    gemm[n, o, q]    = sum over (c, r, s) of xpad[n, c', q + r*dh*Wp + s*dw] * w[o, c, r, s]
+    conv[n, o, y, x] = gemm[n, o, y * Wp + x]
+
+over runs of output positions q that cross rows: the columns past ``W'`` of each padded row
+are computed and never read.  The copy is written row by row into a buffer laid out as one
+run per channel (TVM's ``transform_layout``), so it divides nothing per float; TVM's
+analysis cannot prove that the copy covers what the products read (the bound is not
+linear), so this form is scheduled without TVM's prerequisite checks (it covers it by
+construction: ``extra`` rows of zeros past the input).
+
 A transposed convolution (ConvTranspose, input dilation ``d``) computes on the dilated
 input, ``d x d`` times the products it needs (its zeros are multiplied): simple, and
 compiled, but not the sub-pixel form a library would use.
 """
 
 from __future__ import annotations
+
+import math
 
 import tvm
 from tvm import te, tirx
@@ -41,7 +58,7 @@ from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
 from pir.ir.core import Operation
 from pir.ir.types import DType, TensorType
 
-__all__ = ["LANES", "why_not_direct", "wants_direct", "padded_channels", "tile_rows",
+__all__ = ["LANES", "why_not_direct", "wants_direct", "padded_channels", "tile_rows", "is_flat",
            "direct_compute",
            "schedule_direct", "is_direct_block"]
 
@@ -71,10 +88,17 @@ def padded_channels(o: int) -> int:
     return -(-o // 16) * 16
 
 
-def tile_rows(o: int) -> int:
+#: Most output channels a tile of the flat form takes: its runs of positions are long, so
+#: its tiles are 8 x 32, which load 8 weights and 2 vectors per 16 FMAs where 16 x 16 load
+#: 16 and 1 (one thread, symbolic H x W: 64 -> 64 3x3 at 40 x 40 0.74 -> 0.69 ms, 96 -> 96
+#: at 14 x 20 0.30 -> 0.27 ms, 48 -> 96 1x1 at 56 x 80 0.39 -> 0.38 ms).
+FLAT_ROWS = 8
+
+
+def tile_rows(o: int, flat: bool = False) -> int:
     """Output channels per tile: the largest of 16, 8, 4, 2, 1 that divides ``o`` (the
-    packed weights are whole tiles of channels)."""
-    return next(m for m in (16, 8, 4, 2, 1) if o % m == 0)
+    packed weights are whole tiles of channels), at most FLAT_ROWS in the flat form."""
+    return next(m for m in (16, 8, 4, 2, 1) if o % m == 0 and (m <= FLAT_ROWS or not flat))
 
 
 #: Most output positions a tile takes: four vectors.  A row is rounded up to whole tiles,
@@ -83,10 +107,26 @@ def tile_rows(o: int) -> int:
 MAX_LANES = 64
 
 
-def tile_lanes(o: int) -> int:
+def tile_lanes(o: int, flat: bool = False) -> int:
     """Output positions per tile: TILE_FLOATS over the rows, at most MAX_LANES (a multiple
     of LANES)."""
-    return min(TILE_FLOATS // tile_rows(o), MAX_LANES)
+    return min(TILE_FLOATS // tile_rows(o, flat), MAX_LANES)
+
+
+#: Products per output position (C/G x R x S) from which a stride-1 convolution takes the
+#: flat form.  The flat form wastes no lanes on the ends of rows, but writes its product
+#: to memory and reads it back once more: with few products per position that pass costs
+#: more than the lanes save (16 -> 16 3x3 at 160 x 240, 144 products: 1.7 ms in rows, 2.3
+#: flat; 16 -> 16 5x5 at 56 x 80, 400: 0.54 rows, 0.37 flat).
+FLAT_FROM = 192
+
+
+def is_flat(op: Operation) -> bool:
+    """Whether the direct form computes ``op`` in its flat form: stride 1, no input
+    dilation, at least FLAT_FROM products per output position (see the module docstring)."""
+    win = op.window(len(op.operands[0].type.shape) - 2)
+    return all(v == 1 for k in ("window_strides", "lhs_dilation") for v in win[k]) and \
+        math.prod(op.operands[1].type.shape[1:]) >= FLAT_FROM
 
 
 def why_not_direct(op: Operation) -> str | None:
@@ -124,19 +164,39 @@ def is_direct_block(block) -> bool:
     return any(op.name == "prim.conv" and wants_direct(op) for op in block.ops)
 
 
-def direct_compute(op, x, w, ctx, name):
-    """The copy, the GEMM and the result of the module docstring, for a 2-d ``op``."""
+def _sizes(op, ctx):
+    """The sizes both forms read off a 2-d ``op``: (n, c, h, w) of the input, (o, c/g, r, s)
+    of the kernel, (h', w') of the result (symbolic ones as TVM expressions), its window
+    attributes and its TVM dtype."""
     xt, kt, out_t = op.operands[0].type, op.operands[1].type, op.results[0].type
     n, h, wd = (ctx.dim(d) for d in (xt.shape[0], *xt.shape[2:]))
-    c = xt.shape[1]
-    o, cg, kr, ks = kt.shape
     ho, wo = (ctx.dim(d) for d in out_t.shape[2:])
-    groups = op.feature_group_count
-    og = o // groups
-    win = op.window(2)
+    return (n, xt.shape[1], h, wd), tuple(kt.shape), (ho, wo), op.window(2), \
+        tvm_dtype(out_t.dtype)
+
+
+def _reductions(op, name: str):
+    """The reduce axes over (c, r, s) of the kernel and the input channel each output
+    channel ``oc`` reads at ``c``."""
+    o, cg, kr, ks = op.operands[1].type.shape
+    og = o // op.feature_group_count
+    rc = te.reduce_axis((0, cg), name=f"{name}_c")
+    rr = te.reduce_axis((0, kr), name=f"{name}_r")
+    rs = te.reduce_axis((0, ks), name=f"{name}_s")
+
+    def channel(oc):
+        return rc if op.feature_group_count == 1 else tirx.floordiv(oc, og) * cg + rc
+
+    return rc, rr, rs, channel
+
+
+def direct_compute(op, x, w, ctx, name):
+    """The copy, the GEMM and the result of the module docstring, for a 2-d ``op``."""
+    (n, c, h, wd), (o, cg, kr, ks), (ho, wo), win, dtype = _sizes(op, ctx)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
     (lh, lw), (ph, pw) = win["lhs_dilation"], win["padding_low"]
-    dtype = tvm_dtype(out_t.dtype)
+    if is_flat(op):
+        return _flat_compute(op, x, w, ctx, name)
     lanes = tile_lanes(o)
     xp = tirx.floordiv(wo + (lanes - 1), lanes) * lanes  # positions computed per row
     rows_in = (ho - 1) * sh + (kr - 1) * dh + 1
@@ -155,13 +215,7 @@ def direct_compute(op, x, w, ctx, name):
         return tirx.if_then_else(tirx.all(*ok_y, *ok_x), x[b, ci, sy, sx], tirx.const(0, dtype))
 
     xpad = te.compute((n, c, rows_in, sw, cols_in), pad, name=f"{name}_xpad")
-    rc = te.reduce_axis((0, cg), name=f"{name}_c")
-    rr = te.reduce_axis((0, kr), name=f"{name}_r")
-    rs = te.reduce_axis((0, ks), name=f"{name}_s")
-
-    def channel(oc):
-        return rc if groups == 1 else tirx.floordiv(oc, og) * cg + rc
-
+    rc, rr, rs, channel = _reductions(op, name)
     gemm = te.compute(
         (n, o, ho, xp),
         lambda b, oc, y, xx: te.sum(
@@ -169,6 +223,39 @@ def direct_compute(op, x, w, ctx, name):
                  xx + tirx.floordiv(rs * dw, sw)]
             * w[oc, rc, rr, rs], axis=[rc, rr, rs]), name=f"{name}_gemm")
     return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, oc, y, xx], name=name)
+
+
+def _flat_compute(op, x, w, ctx, name):
+    """The flat form of a stride-1 convolution (see the module docstring): the padded input
+    as one run of ``Hp x Wp`` positions per channel, the GEMM over runs of the output
+    positions ``y * Wp + x`` in that run, and the result read out of it."""
+    (n, c, h, wd), (o, cg, kr, ks), (ho, wo), win, dtype = _sizes(op, ctx)
+    dh, dw = win["rhs_dilation"]
+    ph, pw = win["padding_low"]
+    lanes = tile_lanes(o, flat=True)
+    wp = wo + (ks - 1) * dw  # the padded row: every column a window of the row reads
+    positions = tirx.floordiv(ho * wp + (lanes - 1), lanes) * lanes
+    # rows past the padded input, zeros, so that the last run's windows stay inside
+    extra = tirx.floordiv(lanes + (ks - 1) * dw + wp - 1, tirx.max(wp, 1))
+    rows_in = ho + (kr - 1) * dh + extra
+
+    def pad(b, ci, iy, j):
+        u, v = iy - ph, j - pw
+        inside = tirx.all(u >= 0, u < h, v >= 0, v < wd)
+        return tirx.if_then_else(inside, x[b, ci, u, v], tirx.const(0, dtype))
+
+    xpad = te.compute((n, c, rows_in, wp), pad, name=f"{name}_xpad")
+    rc, rr, rs, channel = _reductions(op, name)
+
+    def at(q):  # flat position q of the padded input, as (row, column)
+        return tirx.floordiv(q, wp), tirx.floormod(q, wp)
+
+    gemm = te.compute(
+        (n, o, positions),
+        lambda b, oc, q: te.sum(
+            xpad[(b, channel(oc), *at(q + rr * (dh * wp) + rs * dw))] * w[oc, rc, rr, rs],
+            axis=[rc, rr, rs]), name=f"{name}_gemm")
+    return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, oc, y * wp + xx], name=name)
 
 
 def schedule_direct(kernel: LoweredKernel) -> tvm.IRModule | None:
@@ -183,11 +270,12 @@ def schedule_direct(kernel: LoweredKernel) -> tvm.IRModule | None:
     return None
 
 
-def gemm_schedule(kernel: LoweredKernel, keep: str):
+def gemm_schedule(kernel: LoweredKernel, keep: str, check: bool = True):
     """A schedule of ``kernel`` with every block inlined but its one ``<prefix>_gemm``, its
     outputs and ``<prefix>_<keep>`` (the padded input, the packed panels): (schedule, the
-    gemm block, the kept block or None); None when the kernel has not one gemm."""
-    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
+    gemm block, the kept block or None); None when the kernel has not one gemm.  With
+    ``check`` off, TVM's schedule skips its prerequisite checks (see _schedule_flat)."""
+    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}), enable_check=check)
     sch.work_on(kernel.name)
     blocks = sch.get_child_blocks(sch.get_sblock("root"))
     names = [sch.get(b).name_hint for b in blocks]
@@ -220,6 +308,10 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
     if found is None:
         return None
     sch, gemm, xpad = found
+    if len(sch.get(gemm).iter_vars) == 6:  # (n, o, q) and (c, r, s): the flat form
+        if not fuse_batch:
+            return None
+        return _schedule_flat(*gemm_schedule(kernel, "xpad", check=False))
     try:
         o_extent = int(sch.get(sch.get_loops(gemm)[1]).extent)
         rows, lanes = tile_rows(o_extent), tile_lanes(o_extent)
@@ -241,14 +333,7 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
                 return None
             sch.reorder(y, n, xt, ot, *ks, oi, xi)
             sch.parallel(y)
-        sch.vectorize(xi)
-        sch.unroll(oi)
-        for k in ks[1:]:
-            sch.unroll(k)
-        acc = sch.cache_write(gemm, 0, "local")
-        sch.reverse_compute_at(acc, ot)
-        init = sch.decompose_reduction(gemm, ks[0])
-        sch.vectorize(sch.get_loops(init)[-1])
+        acc = _register_tile(sch, gemm, ot, oi, xi, ks)
     except (ScheduleError, TypeError, ValueError):
         return None
     if xpad is not None:
@@ -268,6 +353,49 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
         sch.vectorize(sch.get_loops(acc)[-1])
     except ScheduleError:
         pass
+    return sch.mod
+
+
+def _register_tile(sch, gemm, ot, oi, xi, ks):
+    """The tile in registers: its positions ``xi`` one vector, its channels ``oi`` and the
+    kernel's rows and columns unrolled, its accumulators initialised and written back under
+    the channel tile loop ``ot``; returns the write-back block."""
+    sch.vectorize(xi)
+    sch.unroll(oi)
+    for k in ks[1:]:
+        sch.unroll(k)
+    acc = sch.cache_write(gemm, 0, "local")
+    sch.reverse_compute_at(acc, ot)
+    init = sch.decompose_reduction(gemm, ks[0])
+    sch.vectorize(sch.get_loops(init)[-1])
+    return acc
+
+
+def _schedule_flat(sch, gemm, xpad) -> tvm.IRModule | None:
+    """The flat form's schedule: runs of ``lanes`` positions (of every batch element) in
+    parallel, each over every channel tile, as the row form's; the padded copy laid out as
+    one run per channel, so that a window's loads are consecutive floats at a constant
+    offset (TVM simplifies ``(q // Wp) * Wp + q % Wp`` back to ``q``); the result (and its
+    epilogue) read out of the runs row by row, whole vectors of a row.  ``sch`` skips TVM's
+    prerequisite checks (see the module docstring)."""
+    try:
+        o_extent = int(sch.get(sch.get_loops(gemm)[1]).extent)
+        rows, lanes = tile_rows(o_extent, flat=True), tile_lanes(o_extent, flat=True)
+        n, o, q, *ks = sch.get_loops(gemm)
+        qt, qi = sch.split(q, [None, lanes])
+        ot, oi = sch.split(o, [None, rows])
+        sch.reorder(n, qt, ot, *ks, oi, qi)
+        sch.parallel(sch.fuse(n, qt))
+        acc = _register_tile(sch, gemm, ot, oi, qi, ks)
+        sch.vectorize(sch.get_loops(acc)[-1])
+        wp = sch.get(xpad).writes[0].source.shape[3]
+        sch.transform_layout(xpad, ("write", 0), lambda b, c, i, j: (b, c, i * wp + j))
+    except (ScheduleError, TypeError, ValueError):
+        return None
+    _schedule_copy(sch, xpad)
+    for b in sch.get_child_blocks(sch.get_sblock("root")):
+        if sch.get(b).name_hint in output_names(sch):
+            _vectorize_rows(sch, b)
     return sch.mod
 
 
