@@ -259,6 +259,19 @@ def _fast_erf(x, dtype):
     return tirx.Select(tirx.isnan(x), x, xc * p / q)
 
 
+def _fast_logistic(x, dtype):
+    """1 / (1 + exp(-x)) through _fast_exp: TIR's sigmoid is written with TIR's exp, one
+    libm expf call per lane (SiLU, YOLO's activation, then cost a conv's epilogue more than
+    its products; a SiLU over [1, 32, 80, 80] went 0.43 -> 0.09 ms).  Within 2.5 ulp where
+    the result is a normal float; the ends come out of exp's: exp(-x) is inf for x < -88.4
+    (1 / inf = 0, where libm would give a denormal below 1e-38) and 0 for x > 88 (1 / 1 =
+    1); a NaN stays NaN."""
+    if dtype != "float32":
+        return tirx.sigmoid(x)
+    one = tirx.const(1.0, "float32")
+    return one / (one + _fast_exp(-x, dtype))
+
+
 # Elementwise ops: name -> scalar function (operands..., dtype=output dtype).
 _UNARY = {
     "neg": lambda x, dtype: -x,
@@ -282,7 +295,7 @@ _UNARY = {
     "acosh": lambda x, dtype: tirx.acosh(x),
     "atanh": _extern("atanhf", "atanh"),
     "erf": _fast_erf,
-    "logistic": lambda x, dtype: tirx.sigmoid(x),
+    "logistic": _fast_logistic,
     "sign": _sign,
     "floor": lambda x, dtype: tirx.floor(x),
     "ceil": lambda x, dtype: tirx.ceil(x),
