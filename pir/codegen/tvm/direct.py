@@ -114,11 +114,13 @@ def tile_lanes(o: int, flat: bool = False) -> int:
 
 
 #: Products per output position (C/G x R x S) from which a stride-1 convolution takes the
-#: flat form.  The flat form wastes no lanes on the ends of rows, but writes its product
-#: to memory and reads it back once more: with few products per position that pass costs
-#: more than the lanes save (16 -> 16 3x3 at 160 x 240, 144 products: 1.7 ms in rows, 2.3
-#: flat; 16 -> 16 5x5 at 56 x 80, 400: 0.54 rows, 0.37 flat).
-FLAT_FROM = 192
+#: flat form.  The flat form wastes no lanes on the ends of rows, but copies its input
+#: into runs and reads its product back once more: with few products per position those
+#: passes cost more than the lanes save.  One thread, symbolic H x W, rows / flat: 24 -> 96
+#: 1x1 at 56 x 80 (24 products) 0.32 / 0.37 ms, 8 -> 16 3x3 at 160 x 240 (72) 0.78 / 0.93;
+#: 96 -> 24 1x1 (96) 0.25 / 0.25, 16 -> 16 3x3 at 160 x 240 (144) 1.29 / 1.11, 24 -> 24 3x3
+#: at 56 x 80 (216) 0.37 / 0.30, 16 -> 16 5x5 (400) 0.54 / 0.37.
+FLAT_FROM = 96
 
 
 def is_flat(op: Operation) -> bool:
