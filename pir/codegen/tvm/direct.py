@@ -194,11 +194,11 @@ def _reductions(op, name: str):
 
 def direct_compute(op, x, w, ctx, name):
     """The copy, the GEMM and the result of the module docstring, for a 2-d ``op``."""
+    if is_flat(op):
+        return _flat_compute(op, x, w, ctx, name)
     (n, c, h, wd), (o, cg, kr, ks), (ho, wo), win, dtype = _sizes(op, ctx)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
     (lh, lw), (ph, pw) = win["lhs_dilation"], win["padding_low"]
-    if is_flat(op):
-        return _flat_compute(op, x, w, ctx, name)
     lanes = tile_lanes(o)
     xp = tirx.floordiv(wo + (lanes - 1), lanes) * lanes  # positions computed per row
     rows_in = (ho - 1) * sh + (kr - 1) * dh + 1
@@ -265,11 +265,21 @@ def schedule_direct(kernel: LoweredKernel) -> tvm.IRModule | None:
     uses the generic one).  A 1-d convolution (one output row per batch element) runs its
     runs of positions in parallel, fused with the batch when TVM can size the result, else
     alone."""
+    if _is_flat_kernel(kernel):
+        found = gemm_schedule(kernel, "xpad", check=False)
+        mod = _schedule_flat(*found) if found is not None else None
+        return mod if mod is not None and compacts(mod) else None
     for fuse_batch in (True, False):
         mod = _schedule_direct(kernel, fuse_batch)
         if mod is not None and compacts(mod):
             return mod
     return None
+
+
+def _is_flat_kernel(kernel: LoweredKernel) -> bool:
+    """Whether ``kernel`` holds the flat form: its product is ``[n, o, q]``."""
+    return any(b.name.endswith("_gemm") and len(b.shape) == 3
+               for b in kernel.func.body.block.alloc_buffers)
 
 
 def gemm_schedule(kernel: LoweredKernel, keep: str, check: bool = True):
@@ -310,10 +320,6 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
     if found is None:
         return None
     sch, gemm, xpad = found
-    if len(sch.get(gemm).iter_vars) == 6:  # (n, o, q) and (c, r, s): the flat form
-        if not fuse_batch:
-            return None
-        return _schedule_flat(*gemm_schedule(kernel, "xpad", check=False))
     try:
         o_extent = int(sch.get(sch.get_loops(gemm)[1]).extent)
         rows, lanes = tile_rows(o_extent), tile_lanes(o_extent)
