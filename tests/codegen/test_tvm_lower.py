@@ -319,3 +319,47 @@ def test_softmax_shift_max_may_ignore_nan_and_rows_still_match(kind):
     want = run_function(module, {"x": x})["y"]
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
     assert np.isnan(got[1]).all() and np.isnan(got[2]).all()
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16"])
+def test_nan_guards_are_vector_code_and_keep_nan_and_inf(dtype):
+    # erf, tanh and sign guard NaN, max of two computed values and the tests themselves
+    # look for it: as bit tests, which TVM vectorises (its isnan intrinsic made the whole
+    # statement one lane at a time, and `x != x` is folded to false), with NaN and the
+    # infinities still told apart from the largest finite numbers
+    from lanes import store_lanes
+
+    from pir.ir.parser import parse_module
+    from pir.runtimes.reference.interpreter import run_function
+
+    t = f"tensor<4x32x{dtype}>"
+    ops = {"erf": "prim.erf(%x)", "tanh": "prim.tanh(%x)", "sign": "prim.sign(%x)",
+           "mx": "prim.max(%x, %y)", "nan": "prim.is_nan(%x)", "inf": "prim.is_inf(%x)"}
+    out_t = {k: ("tensor<4x32xi1>" if k in ("nan", "inf") else t) for k in ops}
+    body = "\n".join(f"    %{k} = {e} : ({t}{', ' + t if k == 'mx' else ''}) -> {out_t[k]}"
+                     for k, e in ops.items())
+    text = f"""module @m {{
+  func.func @main(%x: {t}, %y: {t}) -> ({', '.join(out_t.values())}) {{
+{body}
+    func.return({', '.join('%' + k for k in ops)}) : ({', '.join(out_t.values())}) -> ()
+  }}
+}}"""
+    module = parse_module(text)
+    kernel = compile_block(module.funcs[0].entry)
+    np_dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype]
+    big = np.finfo(np_dtype).max
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((4, 32)) * 3).astype(np_dtype)
+    y = (rng.standard_normal((4, 32)) * 3).astype(np_dtype)
+    x[0, :6] = [np.nan, np.inf, -np.inf, big, -big, -0.0]
+    y[1, :2] = [np.nan, np.inf]
+    got = kernel(x, y)
+    want = run_function(module, {"x": x, "y": y})
+    for name, g in zip(ops, got):
+        w = want[name]
+        np.testing.assert_allclose(g, w, rtol=1e-3 if dtype == "f16" else 1e-6, atol=1e-6,
+                                   equal_nan=True, err_msg=name)
+        # (f16 is widened to f32 and rounded back per lane; f64 erf and tanh are libm calls)
+        if dtype == "f32" or (dtype == "f64" and name not in ("erf", "tanh")):
+            vector, scalar = store_lanes(kernel.mod, name)
+            assert vector and not scalar, (name, vector, scalar)

@@ -55,11 +55,39 @@ def _is_float(x) -> bool:
     return _dtype_of(x).startswith(("float", "bfloat"))
 
 
+# (sign and exponent masks of each float type's bits: NaN is an all-ones exponent with a
+# nonzero mantissa, infinity the same with a zero one)
+_FLOAT_BITS = {"float16": ("int16", 0x7FFF, 0x7C00), "float32": ("int32", 0x7FFFFFFF, 0x7F800000),
+               "float64": ("int64", 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000)}
+
+
+def is_nan(x):
+    """isnan(x) as a test of its bits, which TVM vectorises: its ``isnan`` intrinsic makes
+    the vectoriser fall back to one lane at a time for the whole statement (a GELU epilogue,
+    whose erf guards against NaN, ran at a fifth of the speed), and ``x != x`` is folded to
+    False by its simplifier."""
+    dtype = _dtype_of(x)
+    if dtype not in _FLOAT_BITS:
+        return tirx.isnan(x)  # bf16: widened to f32 before any test (see elementwise)
+    bits, magnitude, exponent = _FLOAT_BITS[dtype]
+    return tirx.reinterpret(bits, x) & tirx.const(magnitude, bits) > tirx.const(exponent, bits)
+
+
+def is_inf(x):
+    """isinf(x) as a test of its bits (see is_nan)."""
+    dtype = _dtype_of(x)
+    if dtype not in _FLOAT_BITS:
+        return tirx.isinf(x)
+    bits, magnitude, exponent = _FLOAT_BITS[dtype]
+    return tirx.EQ(tirx.reinterpret(bits, x) & tirx.const(magnitude, bits),
+                   tirx.const(exponent, bits))
+
+
 def _sign(x, dtype):
     zero, one = tirx.const(0, dtype), tirx.const(1, dtype)
     s = tirx.Select(x > zero, one, tirx.Select(x < zero, -one, zero))
     # NaN compares false both ways and would give 0: keep it NaN, as the reference does.
-    return tirx.Select(tirx.isnan(x), x, s) if _is_float(x) else s
+    return tirx.Select(is_nan(x), x, s) if _is_float(x) else s
 
 
 def _not(x, dtype):
@@ -112,11 +140,11 @@ def _nan_max(a, b):
     LLVM's maxnum return the other operand).  As a reducer's combiner ``a`` is the running
     value and ``b`` the next element: only ``b`` is tested for NaN, so the test is not on
     the chain from one step to the next (a NaN ``a`` stays, since ``b > NaN`` is false)."""
-    return tirx.Select(tirx.Or(b > a, tirx.isnan(b)), b, a)
+    return tirx.Select(tirx.Or(b > a, is_nan(b)), b, a)
 
 
 def _nan_min(a, b):
-    return tirx.Select(tirx.Or(b < a, tirx.isnan(b)), b, a)
+    return tirx.Select(tirx.Or(b < a, is_nan(b)), b, a)
 
 
 def _as_int8(x):
@@ -175,7 +203,7 @@ def _fast_tanh(x, dtype):
     for c in (1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03):
         q = q * x2 + f(c)
     y = tirx.Select(tirx.abs(x) < f(0.0004), x, xc * p / q)
-    return tirx.Select(tirx.isnan(x), x, y)
+    return tirx.Select(is_nan(x), x, y)
 
 
 def _bits(logical, bitwise):
@@ -256,7 +284,7 @@ def _fast_erf(x, dtype):
     for c in (-2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
               -1.42647390514189e-02):
         q = q * x2 + f(c)
-    return tirx.Select(tirx.isnan(x), x, xc * p / q)
+    return tirx.Select(is_nan(x), x, xc * p / q)
 
 
 def _fast_logistic(x, dtype):
@@ -302,8 +330,8 @@ _UNARY = {
     "round": lambda x, dtype: tirx.nearbyint(x),  # ties to even under the default FP mode
     "reciprocal": lambda x, dtype: tirx.const(1, dtype) / x,
     "not": _not,
-    "is_nan": lambda x, dtype: tirx.isnan(x),
-    "is_inf": lambda x, dtype: tirx.isinf(x),
+    "is_nan": lambda x, dtype: is_nan(x),
+    "is_inf": lambda x, dtype: is_inf(x),
 }
 _BINARY = {
     "add": lambda a, b, dtype: a + b,
@@ -409,7 +437,7 @@ def _isnan(v):
         return tirx.const(True, "bool") if c.value != c.value else None
     if isinstance(c, tirx.IntImm):
         return None
-    return tirx.isnan(v)
+    return is_nan(v)
 
 
 def _chain_leaves(op, ctx) -> list[te.Tensor]:

@@ -8,7 +8,8 @@ from tvm import te, tirx
 
 from pir.codegen.tvm.long_sums import lower_long_sum
 from pir.codegen.tvm.lower import RULES, _Ctx, _out_type
-from pir.codegen.tvm.rules_elementwise import _NARROW_FLOATS, _dtype_of, _nan_max, _nan_min
+from pir.codegen.tvm.rules_elementwise import (_NARROW_FLOATS, _dtype_of, _nan_max, _nan_min,
+                                                 is_nan)
 from pir.errors import PirError
 from pir.ir.core import attr_or_default
 
@@ -205,7 +206,7 @@ def _arg_reducer(largest: bool, last: bool, dtype: str):
         better = xv > yv if largest else xv < yv
         tie = tirx.EQ(xv, yv)
         if is_float:
-            xn, yn = tirx.isnan(xv), tirx.isnan(yv)
+            xn, yn = is_nan(xv), is_nan(yv)
             better = tirx.Or(tirx.And(xn, tirx.Not(yn)), better)
             tie = tirx.Or(tie, tirx.And(xn, yn))
         keep = tirx.Or(better, tirx.And(tie, xi > yi if last else xi < yi))
