@@ -55,10 +55,20 @@ def _is_float(x) -> bool:
     return _dtype_of(x).startswith(("float", "bfloat"))
 
 
-# (sign and exponent masks of each float type's bits: NaN is an all-ones exponent with a
-# nonzero mantissa, infinity the same with a zero one)
+# each float type's bits as an integer: (that integer type, the mask that clears the sign,
+# the all-ones exponent).  Without its sign, NaN is above the exponent (a nonzero mantissa)
+# and infinity equal to it.
 _FLOAT_BITS = {"float16": ("int16", 0x7FFF, 0x7C00), "float32": ("int32", 0x7FFFFFFF, 0x7F800000),
                "float64": ("int64", 0x7FFFFFFFFFFFFFFF, 0x7FF0000000000000)}
+
+
+def _magnitude_bits(x):
+    """(|x|'s bits as an integer, the all-ones exponent), or None for a type without an
+    entry (bf16: widened to f32 before any test, see elementwise)."""
+    if _dtype_of(x) not in _FLOAT_BITS:
+        return None
+    bits, magnitude, exponent = _FLOAT_BITS[_dtype_of(x)]
+    return tirx.reinterpret(bits, x) & tirx.const(magnitude, bits), tirx.const(exponent, bits)
 
 
 def is_nan(x):
@@ -66,21 +76,14 @@ def is_nan(x):
     the vectoriser fall back to one lane at a time for the whole statement (a GELU epilogue,
     whose erf guards against NaN, ran at a fifth of the speed), and ``x != x`` is folded to
     False by its simplifier."""
-    dtype = _dtype_of(x)
-    if dtype not in _FLOAT_BITS:
-        return tirx.isnan(x)  # bf16: widened to f32 before any test (see elementwise)
-    bits, magnitude, exponent = _FLOAT_BITS[dtype]
-    return tirx.reinterpret(bits, x) & tirx.const(magnitude, bits) > tirx.const(exponent, bits)
+    found = _magnitude_bits(x)
+    return tirx.isnan(x) if found is None else found[0] > found[1]
 
 
 def is_inf(x):
     """isinf(x) as a test of its bits (see is_nan)."""
-    dtype = _dtype_of(x)
-    if dtype not in _FLOAT_BITS:
-        return tirx.isinf(x)
-    bits, magnitude, exponent = _FLOAT_BITS[dtype]
-    return tirx.EQ(tirx.reinterpret(bits, x) & tirx.const(magnitude, bits),
-                   tirx.const(exponent, bits))
+    found = _magnitude_bits(x)
+    return tirx.isinf(x) if found is None else tirx.EQ(*found)
 
 
 def _sign(x, dtype):
