@@ -189,9 +189,17 @@ def sample_mlp() -> onnx.ModelProto:
     return mod.build()
 
 
-def codegen_kernels(model: onnx.ModelProto, pipeline: str):
-    """``model`` imported, run through ``pipeline`` and compiled for the CPU (TVM kernels):
-    (the module, a parsed copy of it before codegen, its kernel ops by first result name)."""
+#: A CPU target with AVX-512, for tests of the tiles and layouts codegen chooses, which
+#: must not depend on the CPU the tests run on (pir.codegen.tvm.target).
+AVX512 = "llvm -mcpu=skylake-avx512 -num-cores=4"
+#: An AVX2 one: 16 vector registers of 8 floats.
+AVX2 = "llvm -mcpu=znver3 -num-cores=4"
+
+
+def codegen_kernels(model: onnx.ModelProto, pipeline: str, target: str = AVX512):
+    """``model`` imported, run through ``pipeline`` and compiled for the CPU ``target``
+    (TVM kernels): (the module, a parsed copy of it before codegen, its kernel ops by first
+    result name)."""
     from pir.codegen.tvm.codegen import codegen_module
     from pir.ir.dialects.kernel import TvmKernelOp
     from pir.ir.verifier import verify_module
@@ -201,7 +209,7 @@ def codegen_kernels(model: onnx.ModelProto, pipeline: str):
     module = import_model(model)
     PassManager(parse_pipeline(pipeline)).run(module)
     before = parse_module(print_module(module))
-    codegen_module(module, "llvm")
+    codegen_module(module, target)
     verify_module(module)
     kernels = {op.results[0].name: op for op in module.funcs[0].entry.ops
                if isinstance(op, TvmKernelOp)}

@@ -22,7 +22,7 @@ from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
-from helpers import node_model  # noqa: E402
+from helpers import AVX512, node_model  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
@@ -52,7 +52,7 @@ def _compile(model):
     module = import_model(model)
     PassManager(parse_pipeline(FUSE)).run(module)
     ref = print_module(module)
-    report = codegen_module(module, "llvm")
+    report = codegen_module(module, AVX512)
     verify_module(module)
     return module, parse_module(ref), report
 
@@ -340,7 +340,7 @@ def test_computed_weights_are_packed_in_the_kernel(transposed, k):
     module = parse_module(text)
     PassManager(parse_pipeline("fuse")).run(module)
     before = parse_module(print_module(module))
-    report = codegen_module(module, "llvm")
+    report = codegen_module(module, AVX512)
     assert report.matmuls == 1
     (kernel,) = _kernels(module)
     assert [v.name for v in kernel.operands] == ["x", "w", "b"]

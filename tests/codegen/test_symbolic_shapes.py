@@ -25,7 +25,7 @@ from pir.ir.verifier import verify_module  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter, executor  # noqa: E402
-from helpers import cli, graph_model  # noqa: E402
+from helpers import AVX512, cli, graph_model  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 REPRO = pathlib.Path(__file__).resolve().parents[1] / "real" / "repro"
@@ -38,7 +38,7 @@ def _weights(*shape, seed=0):
 def _compile(model: onnx.ModelProto):
     module = import_model(model)
     PassManager(parse_pipeline(FUSE)).run(module)
-    report = codegen_module(module, "llvm")
+    report = codegen_module(module, AVX512)
     verify_module(module)
     return module, report
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pir.codegen.tvm.dims import derived_dims
+from pir.codegen.tvm.target import CpuTarget, parse_target
 from pir.errors import PirError, one_line
 from pir.ir.core import Block
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
@@ -27,9 +28,7 @@ from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.printer import settle_names
 
 __all__ = ["CodegenReport", "codegen_module", "kernel_source", "mangle", "group_key",
-           "has_groups", "TARGETS"]
-
-TARGETS = ("llvm",)
+           "has_groups"]
 
 # Names a kernel symbol must not take: it would clash with C keywords or with the C
 # library and libm functions the compiled module links against.
@@ -108,17 +107,19 @@ class CodegenReport:
         return out
 
 
-def kernel_source(block: Block, symbol: str, kind: str | None) -> str:
-    """The source this pir generates for a kernel op's region: what ``pir run`` requires a
-    stored source to be (pir.codegen.provenance).  The run itself tells whether it can size
-    the kernel's dims, so they are not checked here."""
-    return _lower(block, symbol, kind, bound=None)
+def kernel_source(block: Block, symbol: str, kind: str | None, target: str) -> str:
+    """The source this pir generates for a kernel op's region and its ``target`` (the
+    op's, as codegen wrote it): what ``pir run`` requires a stored source to be
+    (pir.codegen.provenance).  The run itself tells whether it can size the kernel's dims,
+    so they are not checked here."""
+    return _lower(block, symbol, kind, parse_target(target), bound=None)
 
 
-def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None = None,
+def _lower(block: Block, symbol: str, kind: str | None, cpu: CpuTarget, key: str | None = None,
            bound: frozenset[str] | None = frozenset()) -> str:
-    """The kernel source of ``block``; ``bound``: the symbolic dims the run knows (its
-    function's input dims), which the kernel may take as parameters (None: not checked)."""
+    """The kernel source of ``block`` scheduled for ``cpu``; ``bound``: the symbolic dims
+    the run knows (its function's input dims), which the kernel may take as parameters
+    (None: not checked)."""
     from pir.codegen.tvm.source_cache import cached_source
 
     free: list[str] = []
@@ -127,20 +128,22 @@ def _lower(block: Block, symbol: str, kind: str | None = None, key: str | None =
     if unknown:
         raise PirError(f"dim '{unknown[0]}' is neither a dim of the group's inputs nor of "
                        "its function's, so the kernel cannot size it")
-    # the source depends only on the group, the symbol and this package: cached on disk
+    # the source depends only on the group, the symbol, the target and this package: cached
+    # on disk
     key = group_key(block) if key is None else key  # hashing weights is not free: reuse it
     # and on the value names, which name the kernel's buffers: without them in the key a
     # cached source would show the names of whichever group made it, so that what `pir
     # codegen` prints would depend on what ran before
     names = " ".join(str(v.name) for v in [*block.args, *(r for op in block.ops
                                                            for r in op.results)])
-    return cached_source(f"{key}\0names {names}", symbol,
-                         lambda: _schedule(block, symbol, kind))
+    return cached_source(f"{key}\0names {names}\0target {cpu}", symbol,
+                         lambda: _schedule(block, symbol, kind, cpu))
 
 
-def _schedule(block: Block, symbol: str, kind: str | None):
-    """The scheduled IRModule of ``block``: matmul groups get the register-tiled GEMM
-    schedule, every other group (and a matmul it does not fit) the generic CPU one."""
+def _schedule(block: Block, symbol: str, kind: str | None, cpu: CpuTarget):
+    """The scheduled IRModule of ``block`` for ``cpu``: matmul groups get the
+    register-tiled GEMM schedule, every other group (and a matmul it does not fit) the
+    generic CPU one."""
     import tvm
 
     from pir.codegen.tvm.batch_private import drop_batch_dims
@@ -157,13 +160,13 @@ def _schedule(block: Block, symbol: str, kind: str | None):
     if halo is not None:
         # the kernel is scheduled as if it wrote the value without its halo, then made to
         # write the padded buffer's interior and zero its border (pir.codegen.tvm.halo)
-        kernel = _lower_unpadded(block, symbol, halo[0])
+        kernel = _lower_unpadded(block, symbol, halo[0], cpu)
         func = _conv_function(block, kernel)
         if func is None:
             raise PirError("tvm codegen: the GEMM schedule does not fit a convolution "
                            "whose result has a halo")
         return tvm.IRModule({kernel.name: write_interior(func, halo[1])})
-    kernel = lower_block(block, symbol)
+    kernel = lower_block(block, symbol, cpu=cpu)
     if kind == CONV and is_direct_block(block):
         mod = schedule_direct(kernel)
         if mod is not None:
@@ -202,14 +205,14 @@ def _conv_function(block: Block, kernel):
     return drop_batch_dims(sch.mod[kernel.name]) if sch is not None else None
 
 
-def _lower_unpadded(block: Block, symbol: str, pad):
+def _lower_unpadded(block: Block, symbol: str, pad, cpu: CpuTarget):
     """``block`` lowered as if it yielded the input of its final ``pad`` (its halo)."""
     from pir.codegen.tvm.lower import lower_block
 
     term = block.terminator
     term.set_operand(0, pad.operands[0])
     try:
-        return lower_block(block, symbol)
+        return lower_block(block, symbol, cpu=cpu)
     finally:
         term.set_operand(0, pad.results[0])
 
@@ -223,9 +226,10 @@ def _blocked(block: Block) -> bool:
 
 
 def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
-    """Replace each lowerable fusion.group of ``module`` by a kernel.tvm op (in place)."""
-    if target not in TARGETS:
-        raise PirError(f"unknown target '{target}' (targets: {', '.join(TARGETS)})")
+    """Replace each lowerable fusion.group of ``module`` by a kernel.tvm op (in place),
+    scheduled for ``target``: ``llvm`` (this machine's CPU) or a CPU named as TVM writes it,
+    ``llvm -mcpu=znver3 -num-cores=8`` (pir.codegen.tvm.target)."""
+    cpu = parse_target(target)
     from pir.codegen.tvm.conv import form_conv_groups
     from pir.codegen.tvm.depthwise import form_depthwise_groups
     from pir.codegen.tvm.gemm import form_matmul_groups
@@ -233,7 +237,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
     report = CodegenReport()
     for func in module.funcs:
         for block in _program_blocks(func.entry):
-            report.matmuls += (form_matmul_groups(block) + form_conv_groups(block)
+            report.matmuls += (form_matmul_groups(block, cpu) + form_conv_groups(block, cpu)
                                + form_depthwise_groups(block))
     # the sources are made from value names: those the file will show, so that `pir run`
     # makes the same sources again from the parsed file (pir.codegen.provenance)
@@ -254,7 +258,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
             while symbol in used:
                 symbol, k = f"{mangle(first)}_{k}", k + 1
             try:
-                source = _lower(group.body.block, symbol, group.kind, key, bound)
+                source = _lower(group.body.block, symbol, group.kind, cpu, key, bound)
             except Exception as e:  # noqa: BLE001 - any lowering failure keeps the group
                 reason = one_line(e)
                 failed[key, bound] = reason
@@ -264,7 +268,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
             made[key] = (symbol, source)
             report.sources += 1
         symbol, source = made[key]
-        _replace(group, symbol, source, target, first)
+        _replace(group, symbol, source, str(cpu), first)
         report.kernels += 1
     return report
 

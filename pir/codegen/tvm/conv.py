@@ -15,8 +15,9 @@ the input is zero-padded once into a buffer (when the convolution pads), ``col[n
 x]`` is the window as plain loads from it (inlined into the GEMM: no im2col copy), and
 ``gemm[n, p, o] = sum over c, r, s of col[n, c, r, s, p] * w[o, c, r, s]``, which the matmul
 schedule (:func:`pir.codegen.tvm.gemm.schedule_matmul`) tiles: a few output positions (rows)
-by 32 output channels (two vectors, loaded from a panel of the packed weights, each panel one
-contiguous ``C x R x S x 32`` slab), accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.
+by a panel of output channels (two vectors of the target CPU, 32 with AVX-512, loaded from
+a panel of the packed weights, each panel one contiguous ``C x R x S x 32`` slab),
+accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.
 A 1x1 convolution over many positions is instead ``gemm[n, o, p]``, positions in the vectors
 (:func:`_positions_in_lanes`).
 
@@ -40,12 +41,13 @@ from tvm import te, tirx
 from pir.codegen.tvm.direct import (direct_compute, is_flat, padded_channels, tile_rows,
                                     wants_direct, why_not_direct)
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
-from pir.codegen.tvm.gemm import _epilogue, _panel, form_group, padded_width
+from pir.codegen.tvm.gemm import _epilogue, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
 from pir.codegen.tvm.nchwc_region import block_region, keeps_channels
+from pir.codegen.tvm.target import CpuTarget
 from pir.codegen.tvm.winograd import append_weights, winograd_conv, winograd_source
 from pir.codegen.tvm.winograd import applies as winograd_applies
 from pir.errors import PirError
@@ -104,7 +106,7 @@ def _conv(op, ins, ctx, name):
     if xb is not None and reduces_blocks(op):
         return _conv_blocked(op, xb, w, n, ctx, name)
     x = padded_input(op, x, n, name)
-    if _positions_in_lanes(op):
+    if _positions_in_lanes(op, ctx.cpu):
         # [N, O, P]: vectors of output positions, which the input, a residual and the
         # output all hold contiguously in NCHW (see _positions_in_lanes)
         rc = te.reduce_axis((0, c), name=f"{name}_c")
@@ -128,7 +130,7 @@ def _conv(op, ins, ctx, name):
     return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, y * wo + xx, oc], name=name)
 
 
-def _positions_in_lanes(op) -> bool:
+def _positions_in_lanes(op, cpu: CpuTarget) -> bool:
     """A 1x1, stride-1, unpadded convolution over at least 256 output positions that two
     vectors divide: a plain [O, C] x [C, P] product, whose GEMM puts output positions, not
     channels, in the vector lanes.  In NCHW the channels of one position are P apart, so a
@@ -142,7 +144,8 @@ def _positions_in_lanes(op) -> bool:
     win = op.window(2)
     unpadded = not any(win["padding_low"] + win["padding_high"])
     return (kr == ks == 1 and win["window_strides"] == (1, 1) and unpadded
-            and ho * wo >= 256 and _panel(ho * wo) == 32 and not yields_blocked(op.parent))
+            and ho * wo >= 256 and cpu.panel(ho * wo) == cpu.panel_width
+            and not yields_blocked(op.parent))
 
 
 def reduces_blocks(op) -> bool:
@@ -254,9 +257,9 @@ def _plan_layout(block: Block, weights: dict[Operation, np.ndarray]):
     return epilogues, plan_blocked(epilogues, others)
 
 
-def form_conv_groups(block: Block) -> int:
+def form_conv_groups(block: Block, cpu: CpuTarget) -> int:
     """Replace each convolution of ``block`` this module compiles (and its epilogue group)
-    by one ``conv`` group."""
+    by one ``conv`` group, its weights packed for the tiles of ``cpu``."""
     from pir.ir.dialects.prim.linalg import ConvOp
     from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp
 
@@ -284,7 +287,7 @@ def form_conv_groups(block: Block) -> int:
             o_pad = padded_width(o)
             if o_pad != o:
                 w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
-            bn = _panel(o_pad)
+            bn = cpu.panel(o_pad)
             if op in reads and op in makes and not flat and winograd_applies(op):
                 # Winograd's transformed weights, and the ops back to these (its output
                 # channels are whole panels: no padding, no slice after the conv)
@@ -326,7 +329,7 @@ def form_conv_groups(block: Block) -> int:
         blocked.append(g)
     block_outputs(blocked, halos)
     for op, w in direct.items():
-        _form_direct(op, w)
+        _form_direct(op, w, cpu)
         count += 1
     return count
 
@@ -346,7 +349,7 @@ def _direct_weights(op: Operation) -> np.ndarray | Value | None:
     return w if w.size else None
 
 
-def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
+def _form_direct(op: Operation, w: np.ndarray | Value, cpu: CpuTarget) -> GroupOp:
     """``op`` and its epilogue group as one ``conv`` group of the direct form: constant
     weights packed in panels of the tile's output channels (``[O/rows, C/G, R, S, rows]``),
     a 1-d convolution made a 2-d one over a height of 1."""
@@ -381,7 +384,7 @@ def _form_direct(op: Operation, w: np.ndarray | Value) -> GroupOp:
             o_pad = padded_channels(o) if op.feature_group_count == 1 else o
             if o_pad != o:  # zero weights for the extra channels (sliced off below)
                 w4 = np.concatenate([w4, np.zeros((o_pad - o, *w4.shape[1:]), w4.dtype)])
-            kt = _packed_weights(body, op, w4, tile_rows(o_pad, is_flat(op)), (), name)
+            kt = _packed_weights(body, op, w4, tile_rows(o_pad, cpu, is_flat(op)), (), name)
         padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
         y = body.append(ConvOp.build(x_arg, kt, loc=op.loc, result_types=[padded],
                                      result_names=[f"{name}.pad" if o_pad != o else

@@ -23,7 +23,8 @@ convolution's runs of positions), and writes the tile through the elementwise ep
 (bias, activation, a residual) as whole vectors, a predicate cutting the last one of a
 row: in NCHW the positions of one channel are contiguous, so every store (and a
 residual's load) is a vector.  Nothing is padded or sliced in the output channels:
-the tile's rows are a divisor of them (:func:`tile_rows`), its lanes 64 over the rows.
+the tile's rows are a divisor of them (:func:`tile_rows`), its lanes the rest of the
+target's accumulators (pir.codegen.tvm.target: 16 x 16 with AVX-512, 4 x 16 with AVX2).
 
 A stride-1 convolution with enough products per position (FLAT_FROM) takes the flat form
 instead, which wastes no lanes on the ends of short rows (a 20-wide row is two 16-lane
@@ -55,6 +56,7 @@ from tvm.s_tir import Schedule, ScheduleError
 
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
+from pir.codegen.tvm.target import CpuTarget
 from pir.ir.core import Operation
 from pir.ir.types import DType, TensorType
 
@@ -62,14 +64,15 @@ __all__ = ["LANES", "why_not_direct", "wants_direct", "padded_channels", "tile_r
            "direct_compute",
            "schedule_direct", "is_direct_block"]
 
-#: Output positions per tile row: one AVX-512 vector of float32, two AVX2 ones.
+#: Positions per vector of a result row's write (its epilogue): one AVX-512 vector of
+#: float32, two AVX2 ones.
 LANES = 16
-#: Accumulators a tile holds, in floats: rows x lanes.  16 x 16 is sixteen AVX-512
-#: registers, as the GEMM's 8 x 32 tile (pir.codegen.tvm.gemm): enough independent FMAs to
-#: hide their latency on two FMA units.  A 64 -> 64 channel 3x3 convolution of a symbolic
-#: 40 x 40 input ran at 103 GFLOP/s with 4 x 16 (four registers), 153 with 8 x 16 and 167
-#: with 16 x 16 (one thread; bench/real_shapes.py's neck went from 2.5x ORT's time to 1.7x).
-TILE_FLOATS = 256
+# The accumulators a tile holds are the target's (CpuTarget.direct_tile_floats): with
+# AVX-512, 16 x 16 is sixteen registers, as the GEMM's 8 x 32 tile (pir.codegen.tvm.gemm):
+# enough independent FMAs to hide their latency on two FMA units.  A 64 -> 64 channel 3x3
+# convolution of a symbolic 40 x 40 input ran at 103 GFLOP/s with 4 x 16 (four registers),
+# 153 with 8 x 16 and 167 with 16 x 16 (one thread; bench/real_shapes.py's neck went from
+# 2.5x ORT's time to 1.7x).
 
 
 #: Output channels from which a count that 8 does not divide is padded to a multiple of 16
@@ -88,29 +91,24 @@ def padded_channels(o: int) -> int:
     return -(-o // 16) * 16
 
 
-#: Most output channels a tile of the flat form takes: its runs of positions are long, so
-#: its tiles are 8 x 32, which load 8 weights and 2 vectors per 16 FMAs where 16 x 16 load
-#: 16 and 1 (one thread, symbolic H x W: 64 -> 64 3x3 at 40 x 40 0.74 -> 0.69 ms, 96 -> 96
-#: at 14 x 20 0.30 -> 0.27 ms, 48 -> 96 1x1 at 56 x 80 0.39 -> 0.38 ms).
-FLAT_ROWS = 8
-
-
-def tile_rows(o: int, flat: bool = False) -> int:
+def tile_rows(o: int, cpu: CpuTarget, flat: bool = False) -> int:
     """Output channels per tile: the largest of 16, 8, 4, 2, 1 that divides ``o`` (the
-    packed weights are whole tiles of channels), at most FLAT_ROWS in the flat form."""
-    return next(m for m in (16, 8, 4, 2, 1) if o % m == 0 and (m <= FLAT_ROWS or not flat))
+    packed weights are whole tiles of channels), at most the target's ``direct_rows``, or
+    in the flat form its ``flat_rows``.  The flat form's runs of positions are long, so
+    its tiles are two vectors wide: with AVX-512, 8 x 32, which load 8 weights and 2
+    vectors per 16 FMAs where 16 x 16 load 16 and 1 (one thread, symbolic H x W: 64 -> 64
+    3x3 at 40 x 40 0.74 -> 0.69 ms, 96 -> 96 at 14 x 20 0.30 -> 0.27 ms, 48 -> 96 1x1 at
+    56 x 80 0.39 -> 0.38 ms)."""
+    most = cpu.flat_rows if flat else cpu.direct_rows
+    return next(m for m in (16, 8, 4, 2, 1) if o % m == 0 and m <= most)
 
 
-#: Most output positions a tile takes: four vectors.  A row is rounded up to whole tiles,
-#: and fewer channels per tile (257 STFT bins: one) would otherwise make a tile of 256
-#: positions, most of them past the end of a short row (see also padded_channels).
-MAX_LANES = 64
-
-
-def tile_lanes(o: int, flat: bool = False) -> int:
-    """Output positions per tile: TILE_FLOATS over the rows, at most MAX_LANES (a multiple
-    of LANES)."""
-    return min(TILE_FLOATS // tile_rows(o, flat), MAX_LANES)
+def tile_lanes(o: int, cpu: CpuTarget, flat: bool = False) -> int:
+    """Output positions per tile: the target's accumulators over the rows, at most four
+    vectors (``direct_max_lanes``).  A row is rounded up to whole tiles, and fewer
+    channels per tile (257 STFT bins: one) would otherwise make a tile of 256 positions,
+    most of them past the end of a short row (see also padded_channels)."""
+    return min(cpu.direct_tile_floats // tile_rows(o, cpu, flat), cpu.direct_max_lanes)
 
 
 #: Products per output position (C/G x R x S) from which a stride-1 convolution takes the
@@ -199,7 +197,7 @@ def direct_compute(op, x, w, ctx, name):
     (n, c, h, wd), (o, cg, kr, ks), (ho, wo), win, dtype = _sizes(op, ctx)
     (sh, sw), (dh, dw) = win["window_strides"], win["rhs_dilation"]
     (lh, lw), (ph, pw) = win["lhs_dilation"], win["padding_low"]
-    lanes = tile_lanes(o)
+    lanes = tile_lanes(o, ctx.cpu)
     xp = tirx.floordiv(wo + (lanes - 1), lanes) * lanes  # positions computed per row
     rows_in = (ho - 1) * sh + (kr - 1) * dh + 1
     cols_in = xp + ((ks - 1) * dw) // sw
@@ -234,7 +232,7 @@ def _flat_compute(op, x, w, ctx, name):
     (n, c, h, wd), (o, cg, kr, ks), (ho, wo), win, dtype = _sizes(op, ctx)
     dh, dw = win["rhs_dilation"]
     ph, pw = win["padding_low"]
-    lanes = tile_lanes(o, flat=True)
+    lanes = tile_lanes(o, ctx.cpu, flat=True)
     wp = wo + (ks - 1) * dw  # the padded row: every column a window of the row reads
     positions = tirx.floordiv(ho * wp + (lanes - 1), lanes) * lanes
     # rows past the padded input, zeros, so that the last run's windows stay inside
@@ -267,7 +265,7 @@ def schedule_direct(kernel: LoweredKernel) -> tvm.IRModule | None:
     alone."""
     if _is_flat_kernel(kernel):
         found = gemm_schedule(kernel, "xpad", check=False)
-        mod = _schedule_flat(*found) if found is not None else None
+        mod = _schedule_flat(*found, kernel.cpu) if found is not None else None
         return mod if mod is not None and compacts(mod) else None
     for fuse_batch in (True, False):
         mod = _schedule_direct(kernel, fuse_batch)
@@ -322,7 +320,7 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
     sch, gemm, xpad = found
     try:
         o_extent = int(sch.get(sch.get_loops(gemm)[1]).extent)
-        rows, lanes = tile_rows(o_extent), tile_lanes(o_extent)
+        rows, lanes = tile_rows(o_extent, kernel.cpu), tile_lanes(o_extent, kernel.cpu)
         n, o, y, xx, *ks = sch.get_loops(gemm)
         xt, xi = sch.split(xx, [None, lanes])
         split_off_last(sch, xt)
@@ -380,7 +378,7 @@ def _register_tile(sch, gemm, ot, oi, xi, ks):
     return acc
 
 
-def _schedule_flat(sch, gemm, xpad) -> tvm.IRModule | None:
+def _schedule_flat(sch, gemm, xpad, cpu: CpuTarget) -> tvm.IRModule | None:
     """The flat form's schedule: runs of ``lanes`` positions (of every batch element) in
     parallel, each over every channel tile, as the row form's; the padded copy laid out as
     one run per channel, so that a window's loads are consecutive floats at a constant
@@ -389,7 +387,7 @@ def _schedule_flat(sch, gemm, xpad) -> tvm.IRModule | None:
     prerequisite checks (see the module docstring)."""
     try:
         o_extent = int(sch.get(sch.get_loops(gemm)[1]).extent)
-        rows, lanes = tile_rows(o_extent, flat=True), tile_lanes(o_extent, flat=True)
+        rows, lanes = tile_rows(o_extent, cpu, flat=True), tile_lanes(o_extent, cpu, flat=True)
         n, o, q, *ks = sch.get_loops(gemm)
         qt, qi = sch.split(q, [None, lanes])
         ot, oi = sch.split(o, [None, rows])

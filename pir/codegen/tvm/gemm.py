@@ -13,10 +13,11 @@ a ``fusion.group`` of kind ``matmul`` whose region says exactly what the kernel 
 
 Packing puts each panel of BN output columns in one contiguous ``K x BN`` slab, so the inner
 loop streams it with no stride.  The schedule (:func:`schedule_matmul`) computes an
-``MI x BN`` tile of the output in registers (``MI`` rows, ``BN / 16`` AVX-512 vectors per
-row), loops over K with broadcast-FMA, and writes the tile back through the epilogue while it
-is still in registers.  On this machine it runs a [128, 768] x [768, 3072] float32 product at
-ONNX Runtime's MLAS speed (bench/kernels.py), about 2x numpy's OpenBLAS.
+``MI x BN`` tile of the output in registers (``MI`` rows of two vectors each, sized for the
+target CPU: pir.codegen.tvm.target), loops over K with broadcast-FMA, and writes the tile
+back through the epilogue while it is still in registers.  On an AVX-512 machine it runs a
+[128, 768] x [768, 3072] float32 product at ONNX Runtime's MLAS speed (bench/kernels.py),
+about 2x numpy's OpenBLAS.
 
 A computed right operand (a function that takes its weights as inputs: a derivative, a
 training step) is packed by the kernel itself: the region holds the reshape and transpose
@@ -32,8 +33,6 @@ packs and pads the right operand itself (pir.codegen.tvm.bmm).
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from tvm import te, tirx
@@ -42,6 +41,7 @@ from tvm.s_tir import Schedule, ScheduleError
 from pir.codegen.tvm.bmm import batched_compute, why_not_batched
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.lower import RULES, LoweredKernel, tvm_dtype
+from pir.codegen.tvm.target import CpuTarget
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
 from pir.ir.dialects.fusion import GroupOp, YieldOp
@@ -50,16 +50,6 @@ from pir.ir.types import DType, TensorType
 __all__ = ["form_matmul_groups", "schedule_matmul", "MATMUL", "why_not_compiled"]
 
 MATMUL = "matmul"
-
-#: rows of the register tile (each row: one broadcast of the left operand per k step)
-TILE_ROWS = 8
-
-
-def _panel(n: int) -> int | None:
-    """Columns per packed panel: two AVX-512 vectors, or one; None when 16 does not divide N
-    (the matmul then stays a library call)."""
-    return 32 if n % 32 == 0 else 16 if n % 16 == 0 else None
-
 
 def padded_width(n: int) -> int:
     """``n`` output columns (or channels) rounded up to whole 16-wide vectors: a kernel pads
@@ -72,7 +62,7 @@ def padded_width(n: int) -> int:
 def _dot_general(op, ins, ctx, name):
     """out[batch, lhs free, rhs free] = sum over the contracted pairs of lhs * rhs (a product
     of two computed operands: pir.codegen.tvm.bmm's padded form)."""
-    if _batched(op):
+    if _batched(op, ctx.cpu):
         return batched_compute(op, *ins, ctx, name)
     lhs, rhs = ins
     lb, rb = list(op.lhs_batching_dimensions), list(op.rhs_batching_dimensions)
@@ -104,7 +94,7 @@ RULES["prim.dot_general"] = _dot_general
 
 # -- forming the groups ----------------------------------------------------------------------
 
-def _gemm_weights(op: Operation) -> np.ndarray | Value | None:
+def _gemm_weights(op: Operation, cpu: CpuTarget) -> np.ndarray | Value | None:
     """The right operand of a dot_general this module compiles: its [K, N] weights when it
     is a constant (packed at codegen), the value itself when it is a computed [K, N] matrix
     (packed by index arithmetic in the kernel: each panel row is BN contiguous floats), else
@@ -128,7 +118,7 @@ def _gemm_weights(op: Operation) -> np.ndarray | Value | None:
         # kernel of its tanh epilogue, not written to memory by numpy and read back (the
         # residual went from 0.465-0.471 to 0.441-0.453 ms, bench/autodiff.py's network)
         k, n = rt.shape if op.rhs_contracting_dimensions[0] == 0 else rt.shape[::-1]
-        ok = isinstance(k, int) and isinstance(n, int) and _panel(n) is not None and k >= 2
+        ok = isinstance(k, int) and isinstance(n, int) and cpu.panel(n) is not None and k >= 2
         return rhs if ok else None
     w = np.asarray(constant_value(rhs.op))
     if op.rhs_contracting_dimensions[0] == 1:
@@ -142,18 +132,19 @@ def _gemm_weights(op: Operation) -> np.ndarray | Value | None:
 WIDE_PANEL_COLUMNS = 256
 
 
-def _pack(w: np.ndarray) -> np.ndarray:
+def _pack(w: np.ndarray, cpu: CpuTarget) -> np.ndarray:
     """[K, N] weights as [N/BN, K, BN] panels; columns that 16 does not divide are padded
-    with zeros, computed and sliced off.  From WIDE_PANEL_COLUMNS on they are padded to a
-    multiple of 32, two vectors a panel row (a classifier's 1000 outputs: 1024, not 1008):
+    with zeros, computed and sliced off.  From WIDE_PANEL_COLUMNS on they are padded to
+    whole panels of two vectors (a classifier's 1000 outputs: 1024, not 1008):
     each k step then reads 128 bytes of the panel, not 64, and over a batch of one, whose
     weights stream from memory once, ResNet-50's classifier took 0.55-0.67 ms against
     0.76-0.78 (ONNX Runtime: 0.32-0.39) for 1.6% more products."""
     k, n = w.shape
-    n_pad = padded_width(n) if n < WIDE_PANEL_COLUMNS else -(-n // 32) * 32
+    wide = max(cpu.panel_width, 16)
+    n_pad = padded_width(n) if n < WIDE_PANEL_COLUMNS else -(-n // wide) * wide
     if n_pad != n:
         w = np.concatenate([w, np.zeros((k, n_pad - n), w.dtype)], axis=1)
-    bn = _panel(n_pad)
+    bn = cpu.panel(n_pad)
     return np.ascontiguousarray(w.reshape(k, n_pad // bn, bn).transpose(1, 0, 2))
 
 
@@ -172,25 +163,26 @@ def _epilogue(dot: Operation) -> GroupOp | None:
     return g
 
 
-def _batched(op: Operation) -> bool:
+def _batched(op: Operation, cpu: CpuTarget) -> bool:
     """A product of two computed operands that pir.codegen.tvm.bmm computes: one free dim on
     each side (the GEMM path's packed weights have two, ``[N/BN, K, BN]``).  Constant
     weights are the GEMM path's to take or leave to BLAS."""
-    return op.name == "prim.dot_general" and _gemm_weights(op) is None \
+    return op.name == "prim.dot_general" and _gemm_weights(op, cpu) is None \
         and not isinstance(getattr(op.operands[1], "op", None), ConstantOp) \
         and why_not_batched(op) is None
 
 
-def form_matmul_groups(block: Block) -> int:
-    """Replace each GEMM of ``block`` (and its epilogue group) by one ``matmul`` group, and
-    each other product pir.codegen.tvm.bmm computes too."""
+def form_matmul_groups(block: Block, cpu: CpuTarget) -> int:
+    """Replace each GEMM of ``block`` (and its epilogue group) by one ``matmul`` group, its
+    weights packed in ``cpu``'s panels, and each other product pir.codegen.tvm.bmm computes
+    too."""
     count = 0
     for op in list(block.ops):
-        w = _gemm_weights(op)
+        w = _gemm_weights(op, cpu)
         if w is not None:
-            _form(op, w, _epilogue(op))
+            _form(op, w, _epilogue(op), cpu)
             count += 1
-        elif _batched(op):
+        elif _batched(op, cpu):
             _form_batched(op)
             count += 1
     return count
@@ -224,7 +216,8 @@ def why_not_compiled(op: Operation) -> str:
     return why or "not compiled"
 
 
-def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp:
+def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None,
+          cpu: CpuTarget) -> GroupOp:
     from pir.ir.dialects.prim.linalg import DotGeneralOp
     from pir.ir.dialects.prim.shape import ReshapeOp, SliceOp, TransposeOp
 
@@ -245,7 +238,7 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp
                     loc=dot.loc, result_names=[f"{name}.wt"])).results[0]
             else:
                 k, n = w.type.shape
-            bn = _panel(n)
+            bn = cpu.panel(n)
             split = body.append(ReshapeOp.build(
                 wv, result_types=[TensorType(dt, (k, n // bn, bn))], loc=dot.loc,
                 result_names=[f"{name}.panels"]))
@@ -255,7 +248,7 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None) -> GroupOp
                 result_names=[f"{name}.wpack"])).results[0]
             packed_shape = (n // bn, k, bn)
         else:
-            packed = _pack(w)
+            packed = _pack(w, cpu)
             packed_v = body.append(make_constant(enclosing_module(dot), packed,
                                                  f"{name}.packed", dot.loc)).results[0]
             packed_shape = packed.shape
@@ -323,20 +316,22 @@ def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str,
 
 # -- the schedule ----------------------------------------------------------------------------
 
-def _tile_rows(extent) -> int:
-    """Rows per register tile: 8, or the largest of 7..4 that divides a static row count
-    (a 7x7 or 14x14 feature map), so that no row needs padding."""
+def _tile_rows(extent, rows: int) -> int:
+    """Rows per register tile: ``rows`` (the target's), or the largest of ``rows - 1`` down
+    to 4 that divides a static row count (a 7x7 or 14x14 feature map), so that no row needs
+    padding."""
     if isinstance(extent, tirx.IntImm):
-        for mi in range(TILE_ROWS, 3, -1):
+        for mi in range(rows, 3, -1):
             if extent.value % mi == 0:
                 return mi
-    return TILE_ROWS
+    return rows
 
 
 def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
                     lanes: int | None = None) -> Schedule | None:
-    """The register-tiled schedule of a ``matmul`` or ``conv`` group's kernel; None if it
-    does not apply (the caller then uses the generic schedule).
+    """The register-tiled schedule of a ``matmul`` or ``conv`` group's kernel, its tile
+    sized for the kernel's target (``kernel.cpu``); None if it does not apply (the caller
+    then uses the generic schedule).
 
     The GEMM block computes ``[outer..., rows, cols]`` over one or more reduce loops: for a
     matmul the columns come split as ``[panels, BN]`` (the packed weights' layout), for a
@@ -350,6 +345,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     whose addresses are not one ramp, and TVM would write it a lane at a time)."""
     import tvm
 
+    cpu = kernel.cpu
     sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
     sch.work_on(kernel.name)
     blocks = sch.get_child_blocks(sch.get_sblock("root"))
@@ -379,13 +375,13 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     try:
         if split_cols:
             *outer, rows, o = loops[:-n_reduce]
-            panels, cols = sch.split(o, [None, _panel(int(sch.get(o).extent))])
+            panels, cols = sch.split(o, [None, cpu.panel(int(sch.get(o).extent))])
         else:
             *outer, rows, panels, cols = loops[:-n_reduce]
     except (ScheduleError, TypeError, ValueError):
         return None
     extent = sch.get(rows).extent
-    mi_rows = _tile_rows(extent)
+    mi_rows = _tile_rows(extent, cpu.gemm_rows)
     pads = []
     try:
         if not isinstance(extent, tirx.IntImm):
@@ -411,7 +407,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         # longer loops, but with two symbolic dims (batch x seq) TVM could not bound the
         # accumulator either.
         mo, mi = sch.split(rows, [None, mi_rows])
-        chunk = _panel_chunk(sch, panels, ks, cols)
+        chunk = _panel_chunk(sch, panels, ks, cols, cpu.min_chunks)
         if chunk > 1:
             # Panels in chunks that stay in L2 while every row tile passes over them: the
             # output rows are then written (and a residual read) a chunk's width at a time,
@@ -502,22 +498,21 @@ def _vectorize(sch: Schedule, loop, lanes: int | None) -> None:
 
 #: The most bytes of the column operand a chunk of panels may hold (L2 is 1-2 MB a core).
 CHUNK_BYTES = 256 << 10
-#: The fewest chunks left to run in parallel (the chunks are the parallel loop).
-MIN_CHUNKS = max(4, os.cpu_count() or 1)
 
 
-def _panel_chunk(sch: Schedule, panels, ks, cols) -> int:
+def _panel_chunk(sch: Schedule, panels, ks, cols, min_chunks: int) -> int:
     """How many column panels a row tile passes over before the next row tile: the largest
     divisor of the panel count whose slice of the column operand (reduce extent x panel
-    width x 4 bytes each) fits CHUNK_BYTES, leaving at least MIN_CHUNKS chunks (one per
-    core at least) to run in parallel; 1 when none does (or an extent is symbolic)."""
+    width x 4 bytes each) fits CHUNK_BYTES, leaving at least ``min_chunks`` chunks (the
+    target's: one per core at least) to run in parallel; 1 when none does (or an extent is
+    symbolic)."""
     extents = [sch.get(loop).extent for loop in (panels, *ks, cols)]
     if not all(isinstance(e, tirx.IntImm) for e in extents):
         return 1
     n, *k, width = (int(e.value) for e in extents)
     panel_bytes = 4 * width * int(np.prod(k, dtype=np.int64))
     best = 1
-    for c in range(2, n // MIN_CHUNKS + 1):
+    for c in range(2, n // min_chunks + 1):
         if n % c == 0 and c * panel_bytes <= CHUNK_BYTES:
             best = c
     return best

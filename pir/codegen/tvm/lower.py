@@ -29,6 +29,7 @@ from tvm import te, tirx
 
 from pir.codegen.sums import CPU_SUMS, SumBlocks
 from pir.codegen.tvm.dims import derived_dims, to_prim_expr
+from pir.codegen.tvm.target import CpuTarget, cpu_target
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dimexpr import DimExpr
@@ -69,6 +70,7 @@ class LoweredKernel:
     reductions do not share that form and each stage is scheduled on its own.
     ``long_sums`` names the computes of each long float sum taken in blocks (its block
     partials and its f64 total: pir.codegen.tvm.long_sums), for the schedule.
+    ``cpu`` is the target the kernel is lowered and scheduled for (its tiles).
     """
 
     func: tvm.tirx.PrimFunc
@@ -82,12 +84,14 @@ class LoweredKernel:
     notes: list[str] = field(default_factory=list)
     free_dims: list[str] = field(default_factory=list)
     long_sums: list[tuple[str, str]] = field(default_factory=list)
+    cpu: CpuTarget | None = None
 
 
 class _Ctx:
     """State shared by the rules while one block is lowered."""
 
-    def __init__(self, sums: SumBlocks = CPU_SUMS) -> None:
+    def __init__(self, sums: SumBlocks, cpu: CpuTarget) -> None:
+        self.cpu = cpu  # the target CPU, whose vector width sizes the tiles
         self.sizes: dict[str, tirx.Var] = {}
         self._exprs: dict = {}  # dim -> its TVM expression (see dim)
         self.sums = sums  # how long float sums are blocked (pir.codegen.sums)
@@ -173,10 +177,12 @@ def _constant(op: ConstantOp, ctx: _Ctx, name: str) -> te.Tensor:
     return ph
 
 
-def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS) -> LoweredKernel:
+def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS,
+                cpu: CpuTarget | None = None) -> LoweredKernel:
     """Lower ``block`` (prim ops ending in a terminator) to a schedulable PrimFunc; ``sums``:
-    how its long float sums are taken (pir.codegen.sums)."""
-    ctx = _Ctx(sums)
+    how its long float sums are taken (pir.codegen.sums); ``cpu``: the CPU it is for (None:
+    this machine's)."""
+    ctx = _Ctx(sums, cpu or cpu_target())
     env = ctx.env
     term = block.terminator
     if term is None or not term.has_trait(Terminator):
@@ -229,7 +235,7 @@ def lower_block(block: Block, name: str = "main", sums: SumBlocks = CPU_SUMS) ->
     func = func.with_attr("global_symbol", name)
     return LoweredKernel(func, inputs, ctx.params, outputs, types, ctx.sizes,
                          _reduce_inner(ctx.reductions, types), name, free_dims=free,
-                         long_sums=ctx.long_sums)
+                         long_sums=ctx.long_sums, cpu=ctx.cpu)
 
 
 def _shown_exprs(ctx: _Ctx, types) -> None:

@@ -60,8 +60,10 @@ class TvmKernelOp(_SourceKernel):
 
     ``symbol`` is a C identifier made from the first result's name (``gpu_0/data_0`` ->
     ``gpu_0_data_0``), unique in the module unless two kernels share their source; the
-    original name is kept in the discardable attribute ``pir.name``.  ``target`` is the TVM
-    target kind (``llvm``).  ``kind`` is the fusion group's kind.
+    original name is kept in the discardable attribute ``pir.name``.  ``target`` is the CPU
+    the source was scheduled for, as TVM writes a target (``llvm -mcpu=znver3
+    -num-cores=2``, see pir.codegen.tvm.target; ``pir run`` builds it for the CPU it runs
+    on).  ``kind`` is the fusion group's kind.
     """
 
     name = "kernel.tvm"

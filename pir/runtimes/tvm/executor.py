@@ -147,7 +147,7 @@ def kernel_sources(module: ModuleOp) -> dict[str, str]:
     sources: dict[str, str] = {}
     for op in module.walk():
         if isinstance(op, TvmKernelOp):
-            if op.target != "llvm":
+            if op.target.split()[:1] != ["llvm"]:
                 raise PirError(f"kernel {op.symbol}: target '{op.target}' is not supported by "
                                "the tvm runtime (llvm only)")
             if sources.setdefault(op.symbol, op.source) != op.source:

@@ -1,5 +1,5 @@
-// RUN: pir codegen %s --target llvm | filecheck %s
-// RUN: pir codegen %s --target llvm | pir verify -
+// RUN: pir codegen %s --target 'llvm -mcpu=skylake-avx512 -num-cores=4' | filecheck %s
+// RUN: pir codegen %s --target 'llvm -mcpu=skylake-avx512 -num-cores=4' | pir verify -
 // An elementwise group (bias add, then GELU in erf form, as `decompose` writes it) becomes
 // one kernel.tvm whose TIR is one loop nest: the rows run in parallel, the 256 columns are
 // split into 16 chunks of 16 float32 lanes (one AVX-512 vector), vectorised; every op is
@@ -21,7 +21,7 @@
 // the one store: 0.5 * h * (1 + erf(h * 0.70710677)), h = x + b, erf as TVM's rational form
 // CHECK-SAME:      y_1[v_i0, v_i1] = T.float32(0.5) * (x_1[v_i0, v_i1] + b_1[v_i1]) * (T.float32(1.0) +
 // CHECK-SAME:      (x_1[v_i0, v_i1] + b_1[v_i1]) * T.float32(0.70710676908493042)
-// CHECK-SAME:      target = "llvm", pir.name = "y"} : (tensor<Nx256xf32>, tensor<256xf32>) -> tensor<Nx256xf32>
+// CHECK-SAME:      target = "llvm -mcpu=skylake-avx512 -num-cores=4", pir.name = "y"} : (tensor<Nx256xf32>, tensor<256xf32>) -> tensor<Nx256xf32>
 // CHECK-NEXT:    func.return(%y)
 
 module @test_gelu {
