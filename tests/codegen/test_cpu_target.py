@@ -127,6 +127,27 @@ def test_direct_conv_tiles_follow_the_target():
             _runs_like_ort(model, module, x)
 
 
+def test_winograd_panels_follow_the_target():
+    # three static 3x3 convolutions: the middle one reads and writes channel blocks, and
+    # is Winograd's, its U packed in panels of two of the target's vectors
+    rng = np.random.default_rng(7)
+    nodes, inits, prev = [], {}, "x"
+    for i in range(3):
+        inits[f"w{i}"] = (rng.standard_normal((32, 32, 3, 3)) * 0.1).astype(np.float32)
+        nodes.append(oh.make_node("Conv", [prev, f"w{i}"], [f"c{i}"], kernel_shape=[3, 3],
+                                  pads=[1, 1, 1, 1]))
+        nodes.append(oh.make_node("Relu", [f"c{i}"], ["y" if i == 2 else f"r{i}"]))
+        prev = f"r{i}"
+    model = graph_model(nodes, {"x": [1, 32, 16, 16]}, ["y"], inits)
+    x = rng.standard_normal((1, 32, 16, 16)).astype(np.float32)
+    for target, panel in ((AVX512, 32), (AVX2, 16)):
+        module = _compiled(model, target)
+        (u,) = [op for k in _kernels(module) for op in k.body.block.ops
+                if op.results and op.results[0].name and op.results[0].name.endswith(".winograd")]
+        assert u.results[0].type.shape == (4, 4, 32 // panel, 32, panel)
+        _runs_like_ort(model, module, x)
+
+
 def test_a_named_target_makes_the_same_bytes_on_any_machine(monkeypatch, tmp_path):
     model = _mlp(n=512, k=256)
     first = print_module(_compiled(model, AVX2))

@@ -22,7 +22,7 @@ from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.reference import run_function  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
-from helpers import graph_model  # noqa: E402
+from helpers import AVX512, graph_model  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
@@ -64,7 +64,7 @@ def compiled():
     module = import_model(_model())
     PassManager(parse_pipeline(FUSE)).run(module)
     before = parse_module(print_module(module))
-    codegen_module(module, "llvm")
+    codegen_module(module, AVX512)
     verify_module(module)
     return module, before
 
@@ -146,7 +146,7 @@ def test_a_pool_between_convs_takes_the_bias_and_relu_off_and_computes_on_blocks
     (pool_group,) = [op for op in module.funcs[0].entry.ops
                      if op.name == "fusion.group" and op.kind == "injective"]
     assert "prim.add" in [op.name for op in pool_group.body.block.ops]  # the bias, in fuse's
-    codegen_module(module, "llvm")
+    codegen_module(module, AVX512)
     verify_module(module)
     kernels = [op for op in module.funcs[0].entry.ops if isinstance(op, TvmKernelOp)]
     stem, pool = kernels[0], kernels[1]
@@ -274,7 +274,7 @@ def test_a_conv_packs_its_weights_for_blocks_exactly_when_its_input_comes_in_blo
     module = import_model(_bottleneck_model())
     PassManager(parse_pipeline(FUSE)).run(module)
     before = parse_module(print_module(module))
-    codegen_module(module, "llvm")
+    codegen_module(module, AVX512)
     convs = {op.results[0].name: op for op in module.funcs[0].entry.ops
              if isinstance(op, TvmKernelOp) and op.kind == "conv"}
     for name, k in convs.items():
@@ -315,7 +315,7 @@ def test_the_epilogue_of_a_depthwise_conv_stays_nchw_for_it():
     module = import_model(model)
     PassManager(parse_pipeline(FUSE)).run(module)
     before = parse_module(print_module(module))
-    report = codegen_module(module, "llvm")
+    report = codegen_module(module, AVX512)
     assert report.kept == []
     kinds = {op.results[0].name: op.kind for op in module.funcs[0].entry.ops
              if isinstance(op, TvmKernelOp)}
@@ -350,7 +350,7 @@ def test_a_gate_broadcast_stays_out_of_the_split_epilogue():
     module = import_model(model)
     PassManager(parse_pipeline(FUSE)).run(module)
     before = parse_module(print_module(module))
-    codegen_module(module, "llvm")
+    codegen_module(module, AVX512)
     gate = [op for op in module.funcs[0].entry.ops
             if isinstance(op, TvmKernelOp) and op.results[0].name == "sg"]
     assert gate and tuple(gate[0].results[0].type.shape[2:4]) == (1, 1)

@@ -25,7 +25,7 @@ FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 
 def test_the_transformed_weights_are_g_g_gt_packed_in_panels():
     w = np.random.default_rng(0).standard_normal((64, 16, 3, 3)).astype(np.float32)
-    u = transformed_weights(w)
+    u = transformed_weights(w, 32)
     assert u.shape == (4, 4, 2, 16, 32) and u.dtype == np.float32  # [4, 4, O/32, C, 32]
     want = np.einsum("ai,ocij,bj->abco", G, w.astype(np.float64), G)  # [4, 4, C, O]
     got = u.transpose(0, 1, 3, 2, 4).reshape(4, 4, 16, 64)

@@ -288,11 +288,11 @@ def form_conv_groups(block: Block, cpu: CpuTarget) -> int:
             if o_pad != o:
                 w = np.concatenate([w, np.zeros((o_pad - o, c_in, kr, ks), w.dtype)])
             bn = cpu.panel(o_pad)
-            if op in reads and op in makes and not flat and winograd_applies(op):
+            if op in reads and op in makes and not flat and winograd_applies(op, cpu):
                 # Winograd's transformed weights, and the ops back to these (its output
                 # channels are whole panels: no padding, no slice after the conv)
                 kt = append_weights(body, enclosing_module(op), w, op.operands[1].type.dtype,
-                                    name, op.loc)
+                                    name, op.loc, cpu.panel_width)
             else:
                 kt = _packed_weights(body, op, w, bn, reads, name)
             attrs = {k: op.attributes[k] for k in op.attributes}

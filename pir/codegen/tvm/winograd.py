@@ -33,6 +33,7 @@ import tvm
 from tvm import te, tirx
 from tvm.s_tir import ScheduleError
 
+from pir.codegen.tvm.target import CpuTarget
 from pir.ir.core import Block, Operation, Value
 from pir.ir.types import TensorType
 
@@ -44,19 +45,20 @@ __all__ = ["applies", "transformed_weights", "append_weights", "winograd_source"
 G = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 #: G's left inverse: G+ G = I, so G+ (G g G^T) G+^T = g.
 G_PLUS = np.linalg.pinv(G)
-#: Output channels per packed panel of U (two vectors, as the matmul schedule's).
-PANEL = 32
+# Output channels per packed panel of U: two vectors of the target (CpuTarget.panel_width,
+# as the matmul schedule's), 32 with AVX-512; tiles per register tile at most its
+# gemm_rows.
 #: Fewest 2x2 tiles worth it: the transforms cost a pass each over the input and output,
 #: and U is 16/9 the weights' bytes, which a layer over few positions reads from memory
 #: every call.  ResNet-50's 7x7 maps (16 tiles, 512 channels, U 16 MB): 1.10 -> 0.99 ms.
 MIN_TILES = 16
 
 
-def applies(op: Operation) -> bool:
+def applies(op: Operation, cpu: CpuTarget) -> bool:
     """Whether a ``prim.conv`` (one group, static, float32, weights constant) that reads its
     input in channel blocks is a 3x3, stride 1, undilated convolution padded by 1 on every
-    side, with output channels a multiple of PANEL (a map of odd size is covered by tiles
-    whose last row and column are not written)."""
+    side, with output channels whole panels of ``cpu`` (a map of odd size is covered by
+    tiles whose last row and column are not written)."""
     xt, kt, yt = op.operands[0].type, op.operands[1].type, op.results[0].type
     if not all(isinstance(t, TensorType) and t.shape is not None and len(t.shape) == 4
                for t in (xt, kt, yt)):
@@ -71,24 +73,24 @@ def applies(op: Operation) -> bool:
             and tuple(win["rhs_dilation"]) == (1, 1) and tuple(win["lhs_dilation"]) == (1, 1)
             and tuple(win["padding_low"]) == (1, 1) and tuple(win["padding_high"]) == (1, 1)
             and -(-h // 2) * -(-w // 2) >= MIN_TILES
-            and tile_group(-(-w // 2)) is not None
-            and o % PANEL == 0 and c % 16 == 0)
+            and tile_group(-(-w // 2), cpu.gemm_rows) is not None
+            and o % cpu.panel_width == 0 and c % 16 == 0)
 
 
-def tile_group(tw: int) -> int | None:
-    """Tiles per register tile in a row of ``tw`` tiles: the largest of 8..4 that divides
-    it (a register tile never spans two tile rows: TVM would write it back over the
+def tile_group(tw: int, most: int = 8) -> int | None:
+    """Tiles per register tile in a row of ``tw`` tiles: the largest of ``most``..4 that
+    divides it (a register tile never spans two tile rows: TVM would write it back over the
     bounding box of both); None when none does (a map 2, 6 or 22 wide: its last register
     tile would compute up to 8 tiles for one, and the direct form is faster there)."""
-    return next((r for r in range(8, 3, -1) if tw % r == 0), None)
+    return next((r for r in range(most, 3, -1) if tw % r == 0), None)
 
 
-def transformed_weights(w: np.ndarray) -> np.ndarray:
-    """``[O, C, 3, 3]`` weights as U, packed ``[4, 4, O/PANEL, C, PANEL]`` (each panel one
-    contiguous ``C x PANEL`` slab, as the GEMM streams it)."""
+def transformed_weights(w: np.ndarray, panel: int) -> np.ndarray:
+    """``[O, C, 3, 3]`` weights as U, packed ``[4, 4, O/P, C, P]`` for ``panel`` P (each
+    panel one contiguous ``C x P`` slab, as the GEMM streams it)."""
     o, c = w.shape[:2]
     # the taps first, then the transform along them on whole [O/P, C, P] slabs
-    taps = np.ascontiguousarray(w.reshape(o // PANEL, PANEL, c, 3, 3).transpose(3, 4, 0, 2, 1))
+    taps = np.ascontiguousarray(w.reshape(o // panel, panel, c, 3, 3).transpose(3, 4, 0, 2, 1))
     return _filter_rows(_filter_rows(taps, 0), 1)
 
 
@@ -102,9 +104,11 @@ def _filter_rows(x: np.ndarray, axis: int) -> np.ndarray:
     return np.stack([g0, mid + g1, mid - g1, g2], axis=axis)
 
 
-def append_weights(body: Block, module, w: np.ndarray, dtype, name: str, loc) -> Value:
+def append_weights(body: Block, module, w: np.ndarray, dtype, name: str, loc,
+                   panel: int) -> Value:
     """Append to ``body`` the constant U of ``w`` (``[O, C, 3, 3]`` weights of ``dtype``)
-    and the ops that turn it back into those weights; return them."""
+    in panels of ``panel`` output channels, and the ops that turn it back into those
+    weights; return them."""
     from pir.ir.dialects.builtin import make_constant
     from pir.ir.dialects.prim.linalg import DotGeneralOp
     from pir.ir.dialects.prim.shape import ReshapeOp, TransposeOp
@@ -117,9 +121,9 @@ def append_weights(body: Block, module, w: np.ndarray, dtype, name: str, loc) ->
     def add(op):
         return body.append(op).results[0]
 
-    u = add(make_constant(module, transformed_weights(w), f"{name}.winograd", loc))
+    u = add(make_constant(module, transformed_weights(w, panel), f"{name}.winograd", loc))
     u = add(TransposeOp.build(u, permutation=[0, 1, 3, 2, 4], loc=loc,
-                              result_types=[tt(4, 4, c, o // PANEL, PANEL)],
+                              result_types=[tt(4, 4, c, o // panel, panel)],
                               result_names=[f"{name}.wino_t"]))
     u = add(ReshapeOp.build(u, result_types=[tt(4, 4, c, o)], loc=loc,
                             result_names=[f"{name}.wino_u"]))
@@ -191,11 +195,12 @@ def _output_sum(m, r, s):
 def winograd_conv(xp, u, n, c: int, o: int, h: int, w: int, name: str):
     """The ``[N, O, H, W]`` result of the convolution of the padded blocked input ``xp``
     (``[N, C/16, H+2, W+2, 16]``) by the transformed weights ``u``
-    (``[4, 4, O/PANEL, C, PANEL]``).  V and M are indexed by the tile's row and column
+    (``[4, 4, O/P, C, P]``, P its panel width).  V and M are indexed by the tile's row and column
     (``[N, 4, 4, H/2, W/2, C or O]``), so the schedule can compute them a band of tile rows
     at a time."""
     th, tw = -(-h // 2), -(-w // 2)
     dtype = xp.dtype
+    panel = int(u.shape[-1])
 
     def v(b, a, e, ty, tx, ci):
         def d(i, j):
@@ -215,7 +220,7 @@ def winograd_conv(xp, u, n, c: int, o: int, h: int, w: int, name: str):
     k = te.reduce_axis((0, c), name=f"{name}_wino_c")
     mt = te.compute((n, 4, 4, th, tw, o),
                     lambda b, a, e, ty, tx, oc: te.sum(vt[b, a, e, ty, tx, k]
-                                                       * u[a, e, oc // PANEL, k, oc % PANEL],
+                                                       * u[a, e, oc // panel, k, oc % panel],
                                                        axis=k), name=f"{name}_wino_m")
 
     def y(b, oc, yy, xx):
@@ -278,7 +283,7 @@ def schedule_winograd(kernel):
             sch.parallel(loop)
             sch.compute_at(m, loop)
             sch.compute_at(v, loop)
-        _schedule_gemm(sch, m, loop)
+        _schedule_gemm(sch, m, loop, kernel.cpu)
         _schedule_input(sch, v, loop)
         _schedule_output(sch, out, loop)
     except ScheduleError:
@@ -316,13 +321,13 @@ def _loops_under(sch, block, loop):
     return loops[at + 1:]
 
 
-def _schedule_gemm(sch, m, loop) -> None:
+def _schedule_gemm(sch, m, loop, cpu: CpuTarget) -> None:
     """M: the matmul schedule's register tile (a few tiles of a tile row x one panel of
-    PANEL output channels, accumulated over C); the 16 GEMMs the parallel loop when there
-    are no bands (``loop`` None)."""
+    output channels, accumulated over C, sized for ``cpu``); the 16 GEMMs the parallel loop
+    when there are no bands (``loop`` None)."""
     *outer, a, e, ty, tx, o, k = _loops_under(sch, m, loop)
-    po, pi = sch.split(o, [None, PANEL])
-    mo, mi = sch.split(tx, [None, tile_group(int(sch.get(tx).extent))])
+    po, pi = sch.split(o, [None, cpu.panel_width])
+    mo, mi = sch.split(tx, [None, tile_group(int(sch.get(tx).extent), cpu.gemm_rows)])
     sch.reorder(a, e, po, ty, mo, k, mi, pi)
     sch.vectorize(pi)
     sch.unroll(mi)
