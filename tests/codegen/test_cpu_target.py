@@ -113,14 +113,16 @@ def test_gemm_tiles_follow_the_target():
     assert packed == {"avx512": (3, 64, 32), "avx2": (6, 64, 16)}  # [N / BN, K, BN]
 
 
-def test_direct_conv_tiles_follow_the_target():
+@pytest.mark.parametrize("o,avx2_rows", [(64, 4), (96, 6)])
+def test_direct_conv_tiles_follow_the_target(o, avx2_rows):
     # a symbolic H x W: the direct form, its weights packed in tiles of output channels
-    model = _symbolic_conv()
-    for target, rows in ((AVX512, 16), (AVX2, 4)):
+    # (on AVX2 six of them where 6 divides the channels, else four)
+    model = _symbolic_conv(o)
+    for target, rows in ((AVX512, 16), (AVX2, avx2_rows)):
         module = _compiled(model, target)
         (kernel,) = _kernels(module)
         packed = kernel.body.block.ops[0].results[0].type.shape
-        assert packed[0] * packed[-1] == 64 and packed[-1] == rows
+        assert packed[0] * packed[-1] == o and packed[-1] == rows
         assert f"T.unroll({rows})" in kernel.source
         for shape in ((1, 16, 21, 30), (2, 16, 9, 14)):
             x = np.random.default_rng(4).standard_normal(shape).astype(np.float32)

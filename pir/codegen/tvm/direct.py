@@ -24,7 +24,8 @@ convolution's runs of positions), and writes the tile through the elementwise ep
 row: in NCHW the positions of one channel are contiguous, so every store (and a
 residual's load) is a vector.  Nothing is padded or sliced in the output channels:
 the tile's rows are a divisor of them (:func:`tile_rows`), its lanes the rest of the
-target's accumulators (pir.codegen.tvm.target: 16 x 16 with AVX-512, 4 x 16 with AVX2).
+target's accumulators (pir.codegen.tvm.target: 16 x 16 with AVX-512, 6 x 16 or 4 x 16
+with AVX2).
 
 A stride-1 convolution with enough products per position (FLAT_FROM) takes the flat form
 instead, which wastes no lanes on the ends of short rows (a 20-wide row is two 16-lane
@@ -92,23 +93,28 @@ def padded_channels(o: int) -> int:
 
 
 def tile_rows(o: int, cpu: CpuTarget, flat: bool = False) -> int:
-    """Output channels per tile: the largest of 16, 8, 4, 2, 1 that divides ``o`` (the
-    packed weights are whole tiles of channels), at most the target's ``direct_rows``, or
-    in the flat form its ``flat_rows``.  The flat form's runs of positions are long, so
+    """Output channels per tile: the first of the target's ``direct_rows`` (16, 8, 4, 2, 1
+    with AVX-512) that divides ``o`` (the packed weights are whole tiles of channels), in
+    the flat form at most its ``flat_rows``.  The flat form's runs of positions are long, so
     its tiles are two vectors wide: with AVX-512, 8 x 32, which load 8 weights and 2
     vectors per 16 FMAs where 16 x 16 load 16 and 1 (one thread, symbolic H x W: 64 -> 64
     3x3 at 40 x 40 0.74 -> 0.69 ms, 96 -> 96 at 14 x 20 0.30 -> 0.27 ms, 48 -> 96 1x1 at
     56 x 80 0.39 -> 0.38 ms)."""
-    most = cpu.flat_rows if flat else cpu.direct_rows
-    return next(m for m in (16, 8, 4, 2, 1) if o % m == 0 and m <= most)
+    return next(m for m in cpu.direct_rows if o % m == 0 and (m <= cpu.flat_rows or not flat))
 
 
 def tile_lanes(o: int, cpu: CpuTarget, flat: bool = False) -> int:
-    """Output positions per tile: the target's accumulators over the rows, at most four
-    vectors (``direct_max_lanes``).  A row is rounded up to whole tiles, and fewer
-    channels per tile (257 STFT bins: one) would otherwise make a tile of 256 positions,
-    most of them past the end of a short row (see also padded_channels)."""
-    return min(cpu.direct_tile_floats // tile_rows(o, cpu, flat), cpu.direct_max_lanes)
+    """Output positions per tile: a power of two of vectors that the target's
+    accumulators hold over the rows, at most four vectors (``direct_max_lanes``).  A row
+    is rounded up to whole tiles, and fewer channels per tile (257 STFT bins: one) would
+    otherwise make a tile of 256 positions, most of them past the end of a short row (see
+    also padded_channels).  (Three vectors a row, 4 x 24 on AVX2, ran 2.5x slower than
+    4 x 16.)"""
+    fit = cpu.direct_tile_floats // tile_rows(o, cpu, flat)
+    lanes = cpu.lanes
+    while 2 * lanes <= min(fit, cpu.direct_max_lanes):
+        lanes *= 2
+    return lanes
 
 
 #: Products per output position (C/G x R x S) from which a stride-1 convolution takes the
