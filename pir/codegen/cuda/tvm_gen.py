@@ -67,8 +67,12 @@ def tvm_kernel(block: Block, symbol: str, arch: str) -> CudaKernel:
 
     from pir.codegen.sums import TVM_CUDA_SUMS
     from pir.codegen.tvm.lower import lower_block
+    from pir.codegen.tvm.target import cpu_target
 
-    lowered = lower_block(block, symbol, TVM_CUDA_SUMS)
+    # The lowering's few CPU choices (which products of computed operands take the padded
+    # batched form: pir.codegen.tvm.gemm) are made for one fixed CPU, AVX-512 as before
+    # targets existed, so that a CUDA kernel never depends on the machine that made it
+    lowered = lower_block(block, symbol, TVM_CUDA_SUMS, cpu=cpu_target("skylake-avx512", 4))
     target = cuda_target(arch)
     mod = _schedule(tvm.IRModule({symbol: lowered.func}), target)
     func = mod[symbol]
