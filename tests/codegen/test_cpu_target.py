@@ -181,8 +181,10 @@ def test_run_checks_a_kernel_against_the_target_it_records(tmp_path):
     onnx.save(_mlp(), tmp_path / "m.onnx")
     assert cli("import", tmp_path / "m.onnx", "-o", tmp_path / "m.pir")[0] == 0
     assert cli("optimize", tmp_path / "m.pir", "-p", FUSE, "-o", tmp_path / "f.pir")[0] == 0
-    code, _, err = cli("codegen", tmp_path / "f.pir", "--target", AVX512, "-o", tmp_path / "k.pir")
+    code, _, err = cli("codegen", tmp_path / "f.pir", "--target", AVX512, "-o", tmp_path / "k.pir",
+                       "--explain")
     assert code == 0, err
+    assert f"scheduled for {AVX512} (512-bit vectors, GEMM tiles 8 x 32)" in err
     x = np.random.default_rng(6).standard_normal((5, 64)).astype(np.float32)
     np.savez(tmp_path / "in.npz", x=x)
     code, _, err = cli("run", tmp_path / "k.pir", "--inputs", tmp_path / "in.npz", "-o",

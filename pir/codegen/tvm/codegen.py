@@ -96,6 +96,7 @@ class CodegenReport:
     sources: int = 0
     matmuls: int = 0  # matmuls and convolutions by constant weights (with their epilogues)
     kept: list[tuple[str, str]] = field(default_factory=list)  # (group name, reason)
+    cpu: CpuTarget | None = None  # what the kernels were scheduled for
 
     def lines(self) -> list[str]:
         # (matmuls counts groups, not distinct kernels: "85 of 83 kernels" read as a bug)
@@ -103,6 +104,9 @@ class CodegenReport:
                f"kernels; {self.matmuls} of the groups matmuls or convolutions with their "
                f"epilogues), "
                f"{len(self.kept)} left as fusion.group"]
+        if self.cpu is not None:
+            out.append(f"  scheduled for {self.cpu} ({self.cpu.vector_bits}-bit vectors, "
+                       f"GEMM tiles {self.cpu.gemm_rows} x {self.cpu.panel_width})")
         out += [f"  kept %{name}: {reason}" for name, reason in self.kept]
         return out
 
@@ -234,7 +238,7 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
     from pir.codegen.tvm.depthwise import form_depthwise_groups
     from pir.codegen.tvm.gemm import form_matmul_groups
 
-    report = CodegenReport()
+    report = CodegenReport(cpu=cpu)
     for func in module.funcs:
         for block in _program_blocks(func.entry):
             report.matmuls += (form_matmul_groups(block, cpu) + form_conv_groups(block, cpu)
