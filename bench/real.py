@@ -158,7 +158,7 @@ def main() -> None:
                 rows.append((name, label, shape, threads, err,
                              times["pir"], times["ort"], ratio, rebuilt, vs))
                 if ratio > 1.0:
-                    splits.append((f"{name} {label} t{threads}",
+                    splits.append((f"{name} {label} {threads} thr",
                                    *profile_split(interp, module, lambda: interp.run(fn, feeds))))
             del sess
         del interp, compiled
