@@ -53,7 +53,8 @@ def chain(c: int, hw: int, symbolic: bool) -> onnx.ModelProto:
     for i in range(ARGS.layers):
         w = (rng.standard_normal((c, c, 3, 3)) * 0.1).astype(np.float32)
         b = (rng.standard_normal(c) * 0.1).astype(np.float32)
-        inits += [onnx.numpy_helper.from_array(w, f"w{i}"), onnx.numpy_helper.from_array(b, f"b{i}")]
+        inits += [onnx.numpy_helper.from_array(w, f"w{i}"),
+                  onnx.numpy_helper.from_array(b, f"b{i}")]
         out = "y" if i == ARGS.layers - 1 else f"r{i}"
         nodes += [oh.make_node("Conv", [prev, f"w{i}", f"b{i}"], [f"c{i}"], kernel_shape=[3, 3],
                                pads=[1, 1, 1, 1]),

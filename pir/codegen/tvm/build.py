@@ -13,10 +13,10 @@ import numpy as np
 os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
 
 import tvm  # noqa: E402
-from tvm.target import codegen  # noqa: E402
 
 from pir.codegen.tvm.lower import LoweredKernel, lower_block  # noqa: E402
 from pir.codegen.tvm.schedule import schedule_cpu  # noqa: E402
+from pir.codegen.tvm.target import host_cpu  # noqa: E402
 from pir.ir import dimexpr  # noqa: E402
 from pir.errors import PirError  # noqa: E402
 from pir.ir.core import Block  # noqa: E402
@@ -29,7 +29,7 @@ _threads = [int(os.environ["TVM_NUM_THREADS"])]  # what parallel loops run on no
 
 def host_target() -> tvm.target.Target:
     """LLVM for this machine's CPU (its vector extensions: AVX2, AVX-512...)."""
-    return tvm.target.Target({"kind": "llvm", "mcpu": codegen.llvm_get_system_cpu()})
+    return tvm.target.Target({"kind": "llvm", "mcpu": host_cpu()})
 
 
 def set_threads(n: int) -> None:

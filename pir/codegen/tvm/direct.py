@@ -66,14 +66,8 @@ __all__ = ["LANES", "why_not_direct", "wants_direct", "padded_channels", "tile_r
            "schedule_direct", "is_direct_block"]
 
 #: Positions per vector of a result row's write (its epilogue): one AVX-512 vector of
-#: float32, two AVX2 ones.
+#: float32, two AVX2 ones.  (The tile's size is the target's: CpuTarget.direct_tile_floats.)
 LANES = 16
-# The accumulators a tile holds are the target's (CpuTarget.direct_tile_floats): with
-# AVX-512, 16 x 16 is sixteen registers, as the GEMM's 8 x 32 tile (pir.codegen.tvm.gemm):
-# enough independent FMAs to hide their latency on two FMA units.  A 64 -> 64 channel 3x3
-# convolution of a symbolic 40 x 40 input ran at 103 GFLOP/s with 4 x 16 (four registers),
-# 153 with 8 x 16 and 167 with 16 x 16 (one thread; bench/real_shapes.py's neck went from
-# 2.5x ORT's time to 1.7x).
 
 
 #: Output channels from which a count that 8 does not divide is padded to a multiple of 16

@@ -195,8 +195,8 @@ def _output_sum(m, r, s):
 def winograd_conv(xp, u, n, c: int, o: int, h: int, w: int, name: str):
     """The ``[N, O, H, W]`` result of the convolution of the padded blocked input ``xp``
     (``[N, C/16, H+2, W+2, 16]``) by the transformed weights ``u``
-    (``[4, 4, O/P, C, P]``, P its panel width).  V and M are indexed by the tile's row and column
-    (``[N, 4, 4, H/2, W/2, C or O]``), so the schedule can compute them a band of tile rows
+    (``[4, 4, O/P, C, P]``, P its panel width).  V and M are indexed by the tile's row and
+    column (``[N, 4, 4, H/2, W/2, C or O]``), so the schedule can compute them a band of tile rows
     at a time."""
     th, tw = -(-h // 2), -(-w // 2)
     dtype = xp.dtype
