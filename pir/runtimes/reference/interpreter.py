@@ -108,7 +108,7 @@ _MAX_CALL_DEPTH = 64
 
 #: Ops whose regions run inside the op: a profile times the ops of the region that runs
 #: (a kernel in a branch is a kernel), not the op as one opaque entry.
-_CONTROL_FLOW = frozenset({"nn.if", "nn.loop", "nn.scan"})
+CONTROL_FLOW = frozenset({"nn.if", "nn.loop", "nn.scan"})
 
 
 class Interpreter:
@@ -212,7 +212,7 @@ class Interpreter:
         for op in block.ops:
             if Terminator in op.traits:
                 return [values[v] for v in op.operands]
-            if prof is None or isinstance(op, CallOp) or op.name in _CONTROL_FLOW:
+            if prof is None or isinstance(op, CallOp) or op.name in CONTROL_FLOW:
                 self.exec(op)  # (a call's or a branch's ops are timed one by one)
             else:
                 self._exec_timed(op, prof)

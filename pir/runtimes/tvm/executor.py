@@ -27,7 +27,7 @@ from pir.ir import dimexpr
 from pir.cache import private_dir, read_verified, write_verified
 from pir.codegen.provenance import check_kernels
 from pir.codegen.tvm.build import host_target
-from pir.codegen.tvm.dims import derived_dims, solve
+from pir.codegen.tvm.dims import derived_dims, solve, symbols_of
 from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
@@ -200,6 +200,8 @@ class TvmInterpreter(Interpreter):
                                        check_bounds) if module is not None else None
         self.planned = planned
         self._plans: dict = {}
+        self._region_plans: dict = {}  # (block, its dims' sizes) -> Plan, or None: interpret
+        self._region_dims: dict = {}  # block -> the symbols its ops' types and kernels use
 
     def profile_key(self, op) -> tuple[str, str]:
         """A compiled kernel's entry is ("kernel", its symbol); other ops' as the reference's."""
@@ -244,6 +246,60 @@ class TvmInterpreter(Interpreter):
         self.symbols.update(given)
         self.values.clear()
         return super().call(fn, arrays)
+
+    def run_block(self, block, args):
+        """A region's block (an nn.if branch, a loop or scan body) inside a planned run runs
+        through a plan of its own, made once per binding of the dims it uses: a model whose
+        every op sits in one branch (Silero VAD's per-sample-rate ``If``) otherwise pays the
+        interpreter's cost per op and per run.  A function's entry (a call) and a block a
+        plan cannot size are interpreted."""
+        parent = block.parent.parent if block.parent is not None else None
+        if self.depth == 0 or not self.planned or self.program is None \
+                or self.program.module is None or parent is None \
+                or parent.name not in ("nn.if", "nn.loop", "nn.scan"):
+            return super().run_block(block, args)
+        dims = self._region_dims.get(block)
+        if dims is None:
+            dims = self._region_dims[block] = self._dims_of(block)
+        sizes = {d: self.symbols[d] for d in dims if d in self.symbols}
+        key = (block, tuple(sorted(sizes.items())))
+        if key not in self._region_plans:
+            plan = Plan(self, block, sizes)
+            if not plan.unsized:
+                self._region_plans[key] = plan
+            else:  # as call() does: interpret this run, plan the next with the dims it bound
+                outs = super().run_block(block, args)
+                learned = {d: self.symbols[d] for d in dims
+                           if d in self.symbols and d not in sizes}
+                plan = Plan(self, block, {**sizes, **learned}, learned=frozenset(learned))
+                self._region_plans[key] = None if plan.unsized else plan
+                return outs
+        plan = self._region_plans[key]
+        if plan is None:
+            return super().run_block(block, args)
+        try:
+            return plan.run(args)
+        except DimConflict:
+            if not plan.assumed:
+                raise
+        # a learned dim differs in this run: interpret the block, and learn afresh next time
+        del self._region_plans[key]
+        for d in plan.learned:
+            self.symbols.pop(d, None)
+        return super().run_block(block, args)
+
+    def _dims_of(self, block) -> frozenset[str]:
+        """The symbols of every type in ``block`` (its arguments, the values its ops read
+        and make, nested regions included) and the dims its kernels take."""
+        dims: set[str] = set()
+        for a in block.args:
+            dims |= symbols_of(a.type)
+        for op in (o for top in block.ops for o in top.walk()):
+            for v in [*op.operands, *op.results]:
+                dims |= symbols_of(v.type)
+            if isinstance(op, TvmKernelOp):
+                dims.update(self.program.kernel(op).free)
+        return frozenset(dims)
 
     def exec(self, op) -> None:
         if not isinstance(op, TvmKernelOp) or self.program is None or self.program.module is None:

@@ -45,7 +45,7 @@ from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.opdef import Terminator
 from pir.ir.types import DType, TensorType, bound_shape
-from pir.runtimes.reference.interpreter import DimConflict
+from pir.runtimes.reference.interpreter import CONTROL_FLOW, DimConflict
 
 __all__ = ["Plan"]
 
@@ -111,6 +111,25 @@ def _reads(op: Operation) -> list[Value]:
     return list(dict.fromkeys([*op.operands, *outer]))
 
 
+def _viewed(op: Operation, read: list[Value], planned: Callable[[Operation], bool]) -> list[Value]:
+    """The values of those ``op`` reads that its results may be or view.  Any of them for
+    most ops; for an nn.if, those a branch yields, or that its own reference steps turn
+    into what it yields (its kernels write buffers of the branch's plan, not views)."""
+    if op.name != "nn.if":
+        return read
+    outer = set(read)
+    found: set[Value] = set()
+    for region in op.regions:
+        block = region.block
+        inner_ops = [o for o in block.ops if Terminator not in o.traits]
+        escaping = set(block.terminator.operands) if block.terminator is not None else set()
+        for o in reversed(inner_ops):
+            if not planned(o) and any(r in escaping for r in o.results):
+                escaping.update(_viewed(o, _reads(o), planned))
+        found |= escaping & outer
+    return [v for v in read if v in found]
+
+
 class _Slot:
     __slots__ = ("nbytes", "buf", "fresh")
 
@@ -172,6 +191,7 @@ class Plan:
             for v in reads[i]:
                 last[v] = i
         returned = set(term.operands) if term is not None else set()
+        escaping = self._escaping(ops, reads, returned)
         roots: dict[Value, set[int]] = {}  # value -> slots it may view
         holders: dict[int, list[Value]] = {}  # slot -> values that may view it
         free: list[int] = []
@@ -186,7 +206,12 @@ class Plan:
                     if shape is None or not _shareable(r.type.dtype, shape):
                         continue  # run as the interpreter runs it
                     nbytes = int(np.prod(shape, dtype=np.int64)) * r.type.dtype.numpy.itemsize
-                    s = self._take(free, nbytes)
+                    if r in escaping:  # a slot of its own, a new buffer every run
+                        self.slots.append(_Slot(nbytes, self.arena))
+                        self.slots[-1].fresh = True
+                        s = len(self.slots) - 1
+                    else:
+                        s = self._take(free, nbytes)
                     self.slot_of[r] = s
                     roots[r] = {s}
                     holders.setdefault(s, []).append(r)
@@ -204,20 +229,30 @@ class Plan:
             for v in reads[i]:
                 if last.get(v) == i:
                     for s in roots.get(v, ()):
-                        if s not in free and all(last.get(h, -1) <= i and h not in returned
-                                                 for h in holders[s]):
+                        if not self.slots[s].fresh and s not in free and \
+                                all(last.get(h, -1) <= i for h in holders[s]):
                             free.append(s)
             for r in op.results:  # a result nobody reads frees its slot at once
                 if r not in last and r not in returned:
                     for s in roots.get(r, ()):
-                        if s not in free and all(last.get(h, -1) <= i and h not in returned
-                                                 for h in holders[s]):
+                        if not self.slots[s].fresh and s not in free and \
+                                all(last.get(h, -1) <= i for h in holders[s]):
                             free.append(s)
-        for v in returned:
-            for s in roots.get(v, ()):
-                self.slots[s].fresh = True
         for v, s in self.slot_of.items():
             self.views[v] = self._view(s, v)
+
+    def _escaping(self, ops: list[Operation], reads: list[list[Value]],
+                  returned: set[Value]) -> set[Value]:
+        """The values a returned array may be (or view): the returned ones, and what an op
+        the plan does not run itself reads to make an escaping result (a reference rule may
+        return a view of its operand).  Their slots are the caller's after the run, so
+        only they take a new buffer each run: the rest reuse slots, as a shared slot that
+        an output may view would make every value in it a new buffer too."""
+        escaping = set(returned)
+        for op, read in zip(reversed(ops), reversed(reads)):
+            if not self._planned(op) and any(r in escaping for r in op.results):
+                escaping.update(_viewed(op, read, self._planned))
+        return escaping
 
     def _take(self, free: list[int], nbytes: int) -> int:
         """The smallest free slot that holds ``nbytes``, else a new one."""
@@ -241,6 +276,14 @@ class Plan:
     # -- steps -------------------------------------------------------------------------------
 
     def _make_steps(self) -> None:
+        # the enclosing blocks' constants that a region's ops read (a weight the function
+        # defines, used in a branch) get their TVM tensors once too, not a copy a run
+        # (a constant's array is read-only, which DLPack cannot share)
+        for op in self.block.ops:
+            for v in _reads(op):
+                owner = getattr(v, "op", None)
+                if isinstance(owner, ConstantOp) and owner.parent is not self.block:
+                    self.constants[v] = constant_value(owner)
         for op in self.block.ops:
             if Terminator in op.traits:
                 break
@@ -406,10 +449,18 @@ class Plan:
                 for step in steps:
                     step()
             else:
-                # each step is one entry: ops nested in a group it runs are not timed apart
+                # each step is one entry: ops nested in a group it runs are not timed apart;
+                # a control-flow op is none, the ops of the region it runs are
                 interp.profile = None
                 try:
                     for (op, _), step in zip(self.steps, steps):
+                        if op.name in CONTROL_FLOW:
+                            interp.profile = prof
+                            try:
+                                step()
+                            finally:
+                                interp.profile = None
+                            continue
                         t0 = time.perf_counter()
                         step()
                         entry = prof.setdefault(interp.profile_key(op), [0, 0.0])
