@@ -1,0 +1,116 @@
+"""nn.lstm over a short sequence of static length: the recurrence unrolled into prim ops.
+
+A recurrence needs a loop, which prim does not have; but a streaming model runs its LSTM one
+step (or a few) at a time (Silero VAD: one step of a [1, batch, 128] state per 32 ms chunk),
+and the step count is then a static dim of the input.  Such an LSTM becomes, per direction,
+one product of the whole input with W (every step's input projection at once, as
+onnxruntime computes it) and per step the product of H with R, the gates (sigmoid for i, o
+and f, tanh for the cell) and the new C and H: ordinary fusion groups and matmuls, compiled
+with the rest of the model instead of the reference rule's per-step numpy.
+
+Covered: any direction and layout, optional bias and initial states, zero or absent
+peepholes, the default activations, no clip, no input_forget, and no sequence_lens (the
+lengths would mask each step per batch entry).  Anything else, or more than
+``UNROLLED_STEPS`` steps (the unrolled program grows with the step count), stays nn.lstm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pir.ir.core import Operation, Value
+from pir.ir.typerules import const_value, tensor
+from pir.passes.decompose.builder import PrimBuilder
+from pir.passes.decompose.registry import Keep, decomposes
+from pir.passes.decompose.rules_linalg import dot, shape
+
+#: The longest sequence unrolled: a step is about a dozen prim ops per direction.
+UNROLLED_STEPS = 16
+
+_DEFAULT = ("sigmoid", "tanh", "tanh")
+
+
+def _covered(op: Operation, steps) -> None:
+    """Raise Keep unless the unrolled form computes exactly what the op does."""
+    if not isinstance(steps, int):
+        raise Keep("a recurrence over a sequence of run-time length needs a loop, which "
+                   "prim does not have")
+    if steps > UNROLLED_STEPS:
+        raise Keep(f"{steps} steps: only sequences of at most {UNROLLED_STEPS} are unrolled")
+    acts = tuple(a.lower() for a in op.activations)
+    if acts and acts not in (_DEFAULT, _DEFAULT * op.num_directions):
+        raise Keep(f"activations {list(op.activations)}: only the default ones are unrolled")
+    if op.clip is not None or op.input_forget:
+        raise Keep("clip and input_forget are not unrolled")
+    if op.sequence_lens is not None:
+        raise Keep("sequence_lens masks each step per batch entry: not unrolled")
+    if op.p is not None:
+        p = const_value(op.p)
+        if p is None or np.any(p):
+            raise Keep("peepholes are not unrolled")
+
+
+def _row(b: PrimBuilder, v: Value, d: int) -> Value:
+    """``v[d]`` of a per-direction operand ([dirs, ...] -> [...])."""
+    s = shape(b, v)
+    part = b.op("slice", v, start_indices=(d,), limit_indices=(d + 1,), axes=(0,))
+    return b.reshape(part, s[1:])
+
+
+def _cols(b: PrimBuilder, v: Value, k: int, h: int) -> Value:
+    """Columns ``k*h`` to ``(k+1)*h`` of a [batch, 4h] value: gate ``k``."""
+    return b.op("slice", v, start_indices=(k * h,), limit_indices=((k + 1) * h,), axes=(1,))
+
+
+def _stack(b: PrimBuilder, parts: list[Value], axis: int) -> Value:
+    """``parts`` (of one shape) stacked along a new dim ``axis``."""
+    s = list(shape(b, parts[0]))
+    one = tuple(s[:axis] + [1] + s[axis:])
+    rows = [b.reshape(p, one) for p in parts]
+    return rows[0] if len(rows) == 1 else b.op("concat", rows, dimension=axis)
+
+
+@decomposes("nn.lstm")
+def lstm(b: PrimBuilder, op: Operation) -> list[Value]:
+    x, init_h, init_c = op.x, op.initial_h, op.initial_c
+    if op.layout == 1:  # [batch, seq, input] -> [seq, batch, input], states [batch, dirs, h]
+        x = b.op("transpose", x, permutation=(1, 0, 2))
+        init_h, init_c = (None if v is None else b.op("transpose", v, permutation=(1, 0, 2))
+                          for v in (init_h, init_c))
+    steps, batch, _ = shape(b, x, "the input of an LSTM")
+    _covered(op, steps)
+    dirs, h = op.num_directions, shape(b, op.r)[-1]
+    if not isinstance(h, int):
+        raise Keep("the hidden size is not static")
+    dtype = tensor(x).dtype
+    zeros = b.broadcast_to(b.const(0, dtype), (batch, h))
+    ys, hs, cs = [], [], []
+    for d in range(dirs):
+        w, r = _row(b, op.w, d), _row(b, op.r, d)  # [4h, input], [4h, h]
+        xw = dot(b, x, w, ([2], [1]))  # [seq, batch, 4h]: every step's projection at once
+        if op.b is not None:
+            bias = _row(b, op.b, d)  # [8h]: Wb then Rb
+            wb = b.op("slice", bias, start_indices=(0,), limit_indices=(4 * h,), axes=(0,))
+            rb = b.op("slice", bias, start_indices=(4 * h,), limit_indices=(8 * h,), axes=(0,))
+            xw = b.add(xw, b.broadcast_to(b.add(wb, rb), (steps, batch, 4 * h)))
+        hid = _row(b, init_h, d) if init_h is not None else zeros
+        cell = _row(b, init_c, d) if init_c is not None else zeros
+        backward = op.direction == "reverse" or d == 1
+        out: list[Value] = [None] * steps  # type: ignore[list-item]
+        for t in (range(steps - 1, -1, -1) if backward else range(steps)):
+            xt = b.op("slice", xw, start_indices=(t,), limit_indices=(t + 1,), axes=(0,))
+            gates = b.add(b.reshape(xt, (batch, 4 * h)), dot(b, hid, r, ([1], [1])))
+            i, o, f = (b.op("logistic", _cols(b, gates, k, h)) for k in range(3))
+            cell = b.add(b.mul(f, cell), b.mul(i, b.op("tanh", _cols(b, gates, 3, h))))
+            hid = b.mul(o, b.op("tanh", cell))
+            out[t] = hid
+        ys.append(_stack(b, out, 0))  # [seq, batch, h]
+        hs.append(hid)
+        cs.append(cell)
+    y = _stack(b, ys, 1)  # [seq, dirs, batch, h]
+    y_h, y_c = _stack(b, hs, 0), _stack(b, cs, 0)  # [dirs, batch, h]
+    if op.layout == 1:
+        y = b.op("transpose", y, permutation=(2, 0, 1, 3))  # [batch, seq, dirs, h]
+        y_h = b.op("transpose", y_h, permutation=(1, 0, 2))
+        y_c = b.op("transpose", y_c, permutation=(1, 0, 2))
+    return [y, y_h, y_c]

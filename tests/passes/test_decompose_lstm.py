@@ -1,0 +1,118 @@
+"""nn.lstm over a short static sequence, unrolled into prim ops (rules_lstm): every direction
+and layout, optional operands, zero peepholes, against the reference rule and ONNX Runtime,
+compiled; and the cases that stay nn.lstm, each with its reason."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import check_pipeline, node_model, run_ort
+
+from pir.frontends.onnx.importer import import_model
+from pir.passes.decompose import kept_reasons
+
+DECOMPOSE = "decompose,canonicalize,fold,cse,dce,shapes"
+SEQ, BATCH, INPUT, HIDDEN = 3, 2, 5, 4
+rng = np.random.default_rng(7)
+
+
+def _lstm_model(dirs: int, seq: int = SEQ, layout: int = 0, bias: bool = True,
+                states: bool = True, peepholes: np.ndarray | None = None,
+                shapes: dict | None = None, **attrs):
+    x_shape = (seq, BATCH, INPUT) if layout == 0 else (BATCH, seq, INPUT)
+    state_shape = (dirs, BATCH, HIDDEN) if layout == 0 else (BATCH, dirs, HIDDEN)
+    feeds = {"X": rng.standard_normal(x_shape).astype(np.float32),
+             "W": rng.uniform(-0.5, 0.5, (dirs, 4 * HIDDEN, INPUT)).astype(np.float32),
+             "R": rng.uniform(-0.5, 0.5, (dirs, 4 * HIDDEN, HIDDEN)).astype(np.float32)}
+    names = ["X", "W", "R"]
+    if bias:
+        feeds["B"] = rng.uniform(-0.5, 0.5, (dirs, 8 * HIDDEN)).astype(np.float32)
+    names.append("B" if bias else "")
+    names.append("")  # sequence_lens
+    if states:
+        feeds["initial_h"] = rng.standard_normal(state_shape).astype(np.float32)
+        feeds["initial_c"] = rng.standard_normal(state_shape).astype(np.float32)
+    names += ["initial_h", "initial_c"] if states else ["", ""]
+    inits = {}
+    if peepholes is not None:
+        inits["P"] = peepholes
+        names.append("P")
+    while not names[-1]:
+        names.pop()
+    model = node_model("LSTM", feeds, ["Y", "Y_h", "Y_c"], opset=22, initializers=inits,
+                       shapes=shapes, hidden_size=HIDDEN, layout=layout, **attrs)
+    node = model.graph.node[0]
+    node.ClearField("input")
+    node.input.extend(names)
+    return model, feeds
+
+
+def _ops(module) -> set[str]:
+    return {op.name for op in module.walk()}
+
+
+@pytest.mark.parametrize("direction,dirs", [("forward", 1), ("reverse", 1),
+                                            ("bidirectional", 2)])
+@pytest.mark.parametrize("layout", [0, 1])
+def test_a_short_lstm_unrolls_into_prim_ops_equal_to_the_reference(direction, dirs, layout):
+    model, feeds = _lstm_model(dirs, layout=layout, direction=direction)
+    module = import_model(model)
+    optimized = check_pipeline(module, feeds, DECOMPOSE, rtol=1e-5, atol=1e-6)
+    assert "nn.lstm" not in _ops(optimized)
+    assert "prim.dot_general" in _ops(optimized)
+
+
+@pytest.mark.parametrize("bias,states", [(False, False), (True, False), (False, True)])
+def test_absent_bias_and_states_are_zeros(bias, states):
+    model, feeds = _lstm_model(1, bias=bias, states=states)
+    optimized = check_pipeline(import_model(model), feeds, DECOMPOSE, rtol=1e-5, atol=1e-6)
+    assert "nn.lstm" not in _ops(optimized)
+
+
+def test_zero_peepholes_unroll_and_others_stay():
+    zero = np.zeros((1, 3 * HIDDEN), np.float32)
+    model, feeds = _lstm_model(1, peepholes=zero)
+    assert "nn.lstm" not in _ops(check_pipeline(import_model(model), feeds, DECOMPOSE))
+    model, feeds = _lstm_model(1, peepholes=np.full((1, 3 * HIDDEN), 0.1, np.float32))
+    module = check_pipeline(import_model(model), feeds, DECOMPOSE)
+    assert "nn.lstm" in _ops(module)
+
+
+@pytest.mark.parametrize("case,why", [
+    ("symbolic", "run-time length"),
+    ("long", "at most 16"),
+    ("clip", "clip"),
+    ("activations", "default"),
+])
+def test_what_is_not_unrolled_stays_nn_lstm_with_its_reason(case, why):
+    kwargs: dict = {}
+    if case == "symbolic":
+        kwargs["shapes"] = {"X": ["S", BATCH, INPUT]}
+    elif case == "long":
+        kwargs["seq"] = 17
+    elif case == "clip":
+        kwargs["clip"] = 0.5
+    else:
+        kwargs["activations"] = ["HardSigmoid", "Tanh", "Tanh"]
+    model, feeds = _lstm_model(1, **kwargs)
+    module = check_pipeline(import_model(model), feeds, DECOMPOSE)
+    assert "nn.lstm" in _ops(module)
+    reasons = kept_reasons(import_model(model))
+    assert why in reasons["nn.lstm"]
+
+
+def test_the_unrolled_lstm_compiles_and_equals_onnx_runtime():
+    pytest.importorskip("tvm")
+    from pir.codegen.tvm.codegen import codegen_module
+    from pir.passes.manager import PassManager
+    from pir.passes.pipeline import parse_pipeline
+    from pir.runtimes.tvm import TvmInterpreter
+
+    model, feeds = _lstm_model(2, direction="bidirectional")
+    module = import_model(model)
+    PassManager(parse_pipeline(DECOMPOSE + ",fuse")).run(module)
+    report = codegen_module(module, "llvm")
+    assert not report.kept and "nn.lstm" not in _ops(module), report.lines()
+    got = TvmInterpreter(module).run(module.funcs[0], feeds)
+    for name, want in run_ort(model, feeds).items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
