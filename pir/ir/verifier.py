@@ -15,7 +15,7 @@ from pir.ir.core import Block, Operation, Value
 from pir.ir.opdef import IsolatedFromAbove, Terminator, split_groups
 from pir.ir.types import TensorType, Type
 
-__all__ = ["verify_module", "verify_op", "types_compatible"]
+__all__ = ["verify_module", "verify_op", "verify_checks", "types_compatible"]
 
 
 def _fail(op: Operation, message: str) -> PirError:
@@ -55,6 +55,12 @@ def verify_op(op: Operation, visible: set[Value] | None = None, *,
     else:
         _verify_one(op)
     _verify_block_list(op, visible if visible is not None else set())
+
+
+def verify_checks(op: Operation) -> None:
+    """The checks of ``op`` alone: not the ops it holds, not dominance (for an op built off
+    to the side, whose regions read values of a block it is not in yet)."""
+    _verify_fresh(op)
 
 
 def _verify_block_list(op: Operation, visible: set[Value]) -> None:

@@ -37,6 +37,7 @@ PASS_MODULES: dict[str, str] = {
     "dce": "pir.passes.dce",
     "decompose": "pir.passes.decompose",
     "fold": "pir.passes.fold",
+    "shape-branches": "pir.passes.shape_branches",
     "fuse": "pir.passes.fuse",
     "shapes": "pir.passes.shapes",
 }

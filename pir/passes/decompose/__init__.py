@@ -16,6 +16,7 @@ from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.conv_bn import FoldBatchNormIntoConv
 from pir.passes.decompose.qdq import IntegerProductOfDequantized
 from pir.passes.decompose.registry import DECOMPOSE, KEPT, Keep, load_rules
+from pir.passes.shape_branches import ShapeBranches
 from pir.passes.rewriter import RewritePattern, Rewriter, apply_patterns, is_function_output
 
 __all__ = ["Decompose", "kept_reasons"]
@@ -113,12 +114,17 @@ class Decompose(Pass):
     The rules live in one table keyed by op (pir/passes/decompose/rules_*.py).  An inference
     batch_norm of a convolution by constant weights is first folded into those weights
     (conv_bn.py), as ONNX Runtime and TVM do.  Ops declared kept (control flow, random numbers, data-dependent shapes ...; see docs/passes.md) stay,
-    and so does an op whose rule needs a dim nobody knows; `explain` lists them.
+    and so does an op whose rule needs a dim nobody knows; `explain` lists them.  Rules
+    need ranks: an nn.if that tests a fact of the shapes first takes the rest of its block
+    into its branches, where the fact gives them (the shape-branches pass; `branches=false`
+    leaves such an if as it is).
     """
 
     name: ClassVar[str] = "decompose"
     ops: tuple[str, ...] = field(default=(), metadata={"doc": "decompose only these ops (default: all)"})
     explain: bool = field(default=False, metadata={"doc": "print the ops that stay, and why"})
+    branches: bool = field(default=True, metadata={
+        "doc": "first version what follows an nn.if on a fact of the shapes (shape-branches)"})
 
     def _decomposes(self, short: str) -> bool:
         return not self.ops or short in self.ops or f"nn.{short}" in self.ops
@@ -135,6 +141,7 @@ class Decompose(Pass):
 
     def apply(self, module: ModuleOp) -> bool:
         load_rules()
+        versioned = bool(self.branches and not self.ops and ShapeBranches().apply(module))
         pattern = _RulePattern(frozenset(self.ops) if self.ops else None, self.explain)
         patterns = [pattern]
         if self._decomposes("matmul") and self._decomposes("dequantize_linear"):
@@ -146,7 +153,7 @@ class Decompose(Pass):
         if self.explain:
             for name, why in sorted(pattern.kept.items()):
                 print(f"decompose: {name} stays: {why}", file=sys.stderr)
-        return bool(fired)
+        return bool(fired) or versioned
 
 
 def kept_reasons(module: ModuleOp) -> dict[str, str]:
