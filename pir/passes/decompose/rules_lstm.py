@@ -57,6 +57,12 @@ def _row(b: PrimBuilder, v: Value, d: int) -> Value:
     return b.reshape(part, s[1:])
 
 
+def _as_batch(b: PrimBuilder, state: Value, batch) -> Value:
+    """A [batch, h] state with its batch dim spelled as the input's."""
+    s = shape(b, state)
+    return state if s[0] == batch else b.reshape(state, (batch, s[1]))
+
+
 def _cols(b: PrimBuilder, v: Value, k: int, h: int) -> Value:
     """Columns ``k*h`` to ``(k+1)*h`` of a [batch, 4h] value: gate ``k``."""
     return b.op("slice", v, start_indices=(k * h,), limit_indices=((k + 1) * h,), axes=(1,))
@@ -93,8 +99,10 @@ def lstm(b: PrimBuilder, op: Operation) -> list[Value]:
             wb = b.op("slice", bias, start_indices=(0,), limit_indices=(4 * h,), axes=(0,))
             rb = b.op("slice", bias, start_indices=(4 * h,), limit_indices=(8 * h,), axes=(0,))
             xw = b.add(xw, b.broadcast_to(b.add(wb, rb), (steps, batch, 4 * h)))
-        hid = _row(b, init_h, d) if init_h is not None else zeros
-        cell = _row(b, init_c, d) if init_c is not None else zeros
+        # (a state's batch dim may be spelled apart from the input's: Silero's state_1
+        # and input_0, which ONNX requires equal)
+        hid = _as_batch(b, _row(b, init_h, d), batch) if init_h is not None else zeros
+        cell = _as_batch(b, _row(b, init_c, d), batch) if init_c is not None else zeros
         backward = op.direction == "reverse" or d == 1
         out: list[Value] = [None] * steps  # type: ignore[list-item]
         for t in (range(steps - 1, -1, -1) if backward else range(steps)):
