@@ -6,6 +6,8 @@ ml_dtypes bfloat16 and f8 types), and refuses the zero strides of an empty numpy
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import tvm
@@ -25,15 +27,21 @@ class OutputPool:
     finaliser gives the buffer back when the last array or view of it is gone."""
 
     def __init__(self) -> None:
-        self._free: dict[int, list[np.ndarray]] = {}
+        # free buffers by size, each with its address (``ctypes.data`` costs microseconds,
+        # and a run takes one buffer per output: the pool is on every run's path)
+        self._free: dict[int, list[tuple[np.ndarray, int]]] = {}
 
     def empty(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         """An uninitialised, 64-byte aligned C-ordered array from the pool."""
         dtype = np.dtype(dtype)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        nbytes = math.prod(shape) * dtype.itemsize  # (np.prod costs 6 us a call)
         free = self._free.get(nbytes)
-        raw = free.pop() if free else aligned_empty((max(nbytes, 1),), np.uint8)
-        arr = np.asarray(_Lease(raw, tuple(shape), dtype, self._free, nbytes))
+        if free:
+            raw, address = free.pop()
+        else:
+            raw = aligned_empty((max(nbytes, 1),), np.uint8)
+            address = raw.ctypes.data
+        arr = np.asarray(_Lease(raw, address, tuple(shape), dtype, self._free, nbytes))
         # dtypes numpy's array interface cannot name (ml_dtypes' bfloat16 reads as V2)
         return arr if arr.dtype == dtype else arr.view(dtype)
 
@@ -42,14 +50,14 @@ class _Lease:
     """The owner of a pooled buffer while arrays view it (numpy keeps the object an array
     was made from alive as its base, through every view)."""
 
-    def __init__(self, raw: np.ndarray, shape, dtype: np.dtype, free: dict, nbytes: int):
-        self._raw, self._free, self._nbytes = raw, free, nbytes
+    def __init__(self, raw: np.ndarray, address: int, shape, dtype: np.dtype, free: dict,
+                 nbytes: int):
+        self._raw, self._address, self._free, self._nbytes = raw, address, free, nbytes
         self.__array_interface__ = {"shape": shape, "typestr": dtype.str, "version": 3,
-                                    "data": (raw.ctypes.data, False),
-                                    "descr": dtype.descr}
+                                    "data": (address, False), "descr": dtype.descr}
 
     def __del__(self) -> None:
-        self._free.setdefault(self._nbytes, []).append(self._raw)
+        self._free.setdefault(self._nbytes, []).append((self._raw, self._address))
 
 
 def as_tvm(a: np.ndarray, device) -> tuple[tvm.runtime.Tensor, np.ndarray | None]:

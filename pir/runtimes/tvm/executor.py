@@ -202,6 +202,9 @@ class TvmInterpreter(Interpreter):
         self._plans: dict = {}
         self._region_plans: dict = {}  # (block, its dims' sizes) -> Plan, or None: interpret
         self._region_dims: dict = {}  # block -> the symbols its ops' types and kernels use
+        # value -> (its array in a run, the TVM tensor over it), from the plans that made
+        # them: the plan of a region reads the enclosing block's tensors (see Plan)
+        self.shared_tensors: dict = {}
 
     def profile_key(self, op) -> tuple[str, str]:
         """A compiled kernel's entry is ("kernel", its symbol); other ops' as the reference's."""

@@ -174,6 +174,13 @@ class Plan:
         self.small: list[bool | None] = []
         self._assign_slots()
         self._make_steps()
+        # the TVM tensors of this block's values, for the plans of its regions: a branch's
+        # kernel that reads one checks that this run's array is the one the tensor views
+        shared = interp.shared_tensors
+        for v in self.views:
+            t = self._tensor(v)
+            if t is not None:
+                shared[v] = (self.views[v], t)
         # what a run binds before its steps: all but the learned dims
         self.bind = {d: n for d, n in self.symbols.items() if d not in self.learned}
 
@@ -284,6 +291,10 @@ class Plan:
                 owner = getattr(v, "op", None)
                 if isinstance(owner, ConstantOp) and owner.parent is not self.block:
                     self.constants[v] = constant_value(owner)
+        args = set(self.block.args)
+        for op in self.block.ops:
+            if op.regions:  # a region's kernels read these through the shared tensors
+                self._kernel_args.update(v for v in _reads(op) if v in args)
         for op in self.block.ops:
             if Terminator in op.traits:
                 break
@@ -368,6 +379,7 @@ class Plan:
         given = [i for i, t in enumerate(ins) if t is None and op.operands[i] in inputs]
         self._kernel_args.update(op.operands[i] for i in given)
         arg_tensors = self.arg_tensors
+        shared = self.interp.shared_tensors
         operands = list(op.operands)
         outs = list(op.results)
         fresh = [self.slots[self.slot_of[r]].fresh for r in outs]
@@ -379,7 +391,10 @@ class Plan:
             for i in given:
                 args[i] = arg_tensors[operands[i]]
             for i in dynamic:
-                args[i] = as_tvm(values[operands[i]], device)[0]
+                arr = values[operands[i]]
+                known = shared.get(operands[i])
+                args[i] = known[1] if known is not None and known[0] is arr \
+                    else as_tvm(arr, device)[0]
             result_tensors = list(out_tensors)
             for j, r in enumerate(outs):
                 if fresh[j]:
@@ -427,10 +442,12 @@ class Plan:
 
     def run(self, args: list[np.ndarray]) -> list[np.ndarray]:
         values = self.interp.values
+        shared = self.interp.shared_tensors
         for i, (a, arr) in enumerate(zip(self.block.args, args)):
             values[a] = arr = self._aligned(i, arr)
             if a in self._kernel_args:
-                self.arg_tensors[a] = self._input_tensor(i, arr)
+                self.arg_tensors[a] = t = self._input_tensor(i, arr)
+                shared[a] = (arr, t)
         values.update(self.constants)
         # the dims the planned kernels compute, for the reference rules that need them
         self.interp.symbols.update(self.bind)
