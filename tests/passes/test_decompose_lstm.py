@@ -1,6 +1,7 @@
-"""nn.lstm over a short static sequence, unrolled into prim ops (rules_lstm): every direction
-and layout, optional operands, zero peepholes, against the reference rule and ONNX Runtime,
-compiled; and the cases that stay nn.lstm, each with its reason."""
+"""nn.lstm in prim ops (rules_lstm): unrolled over a short static sequence, a scan of prim
+steps over a run-time or long one; every direction and layout, optional operands, zero
+peepholes, against the reference rule and ONNX Runtime, compiled; and the cases that stay
+nn.lstm, each with its reason."""
 
 from __future__ import annotations
 
@@ -78,22 +79,27 @@ def test_zero_peepholes_unroll_and_others_stay():
     assert "nn.lstm" in _ops(module)
 
 
+@pytest.mark.parametrize("case", ["symbolic", "long"])
+@pytest.mark.parametrize("direction,dirs", [("forward", 1), ("bidirectional", 2)])
+def test_a_run_time_or_long_sequence_is_a_scan_of_prim_steps(case, direction, dirs):
+    kwargs: dict = {"shapes": {"X": ["S", BATCH, INPUT]}} if case == "symbolic" else {"seq": 17}
+    model, feeds = _lstm_model(dirs, direction=direction, **kwargs)
+    optimized = check_pipeline(import_model(model), feeds, DECOMPOSE, rtol=1e-5, atol=1e-6)
+    ops = _ops(optimized)
+    assert "nn.lstm" not in ops
+    assert [op.name for op in optimized.walk()].count("nn.scan") == dirs
+    (scan, *_) = [op for op in optimized.walk() if op.name == "nn.scan"]
+    body = {op.name for op in scan.regions[0].block.ops}
+    assert {"prim.dot_general", "prim.logistic", "prim.tanh"} <= body
+
+
 @pytest.mark.parametrize("case,why", [
-    ("symbolic", "run-time length"),
-    ("long", "at most 16"),
     ("clip", "clip"),
     ("activations", "default"),
 ])
-def test_what_is_not_unrolled_stays_nn_lstm_with_its_reason(case, why):
-    kwargs: dict = {}
-    if case == "symbolic":
-        kwargs["shapes"] = {"X": ["S", BATCH, INPUT]}
-    elif case == "long":
-        kwargs["seq"] = 17
-    elif case == "clip":
-        kwargs["clip"] = 0.5
-    else:
-        kwargs["activations"] = ["HardSigmoid", "Tanh", "Tanh"]
+def test_what_is_not_written_in_prim_ops_stays_nn_lstm_with_its_reason(case, why):
+    kwargs: dict = {"clip": 0.5} if case == "clip" else {
+        "activations": ["HardSigmoid", "Tanh", "Tanh"]}
     model, feeds = _lstm_model(1, **kwargs)
     module = check_pipeline(import_model(model), feeds, DECOMPOSE)
     assert "nn.lstm" in _ops(module)
@@ -101,18 +107,21 @@ def test_what_is_not_unrolled_stays_nn_lstm_with_its_reason(case, why):
     assert why in reasons["nn.lstm"]
 
 
-def test_the_unrolled_lstm_compiles_and_equals_onnx_runtime():
+@pytest.mark.parametrize("shapes", [None, {"X": ["S", BATCH, INPUT]}], ids=["unrolled", "scan"])
+def test_the_lstm_compiles_and_equals_onnx_runtime(shapes):
     pytest.importorskip("tvm")
     from pir.codegen.tvm.codegen import codegen_module
     from pir.passes.manager import PassManager
     from pir.passes.pipeline import parse_pipeline
     from pir.runtimes.tvm import TvmInterpreter
 
-    model, feeds = _lstm_model(2, direction="bidirectional")
+    model, feeds = _lstm_model(2, direction="bidirectional", shapes=shapes)
     module = import_model(model)
     PassManager(parse_pipeline(DECOMPOSE + ",fuse")).run(module)
     report = codegen_module(module, "llvm")
     assert not report.kept and "nn.lstm" not in _ops(module), report.lines()
-    got = TvmInterpreter(module).run(module.funcs[0], feeds)
-    for name, want in run_ort(model, feeds).items():
-        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+    interp = TvmInterpreter(module)
+    for _ in range(2):  # (the second run follows the plans of the scan's body)
+        got = interp.run(module.funcs[0], feeds)
+        for name, want in run_ort(model, feeds).items():
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)

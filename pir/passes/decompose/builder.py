@@ -9,12 +9,13 @@ nobody knows (``?``) raises :class:`Keep`.
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Sequence
 
 import numpy as np
 
 from pir.ir import dimexpr
-from pir.ir.core import OPS, Operation, Value
+from pir.ir.core import OPS, Block, Operation, Value
 from pir.ir.dialects.builtin import enclosing_module, make_constant
 from pir.ir.typerules import broadcast_shapes, tensor
 from pir.ir.types import Dim, DType, TensorType
@@ -31,23 +32,43 @@ class PrimBuilder:
         self.module = enclosing_module(root)
         base = next((r.name for r in root.results if r.name), None) or root.name.split(".")[1]
         self.base = base
-        self.count = 0
+        self._counter = [0]  # shared with the builders of bodies (see ``into``)
         self.made: set[Operation] = set()  # every op this builder inserted
+        self.block: Block | None = None  # where ops go: before the root, or into a body
+
+    @property
+    def count(self) -> int:
+        """How many values this builder (and those of its bodies) named."""
+        return self._counter[0]
+
+    def into(self, block: Block) -> "PrimBuilder":
+        """A builder that appends to ``block``: the body of a region the rule builds (a
+        scan's), its values named in the same sequence as this builder's."""
+        sub = copy.copy(self)
+        sub.block = block
+        return sub
 
     # -- creating ops ------------------------------------------------------------------------
 
     def _name(self) -> str:
-        self.count += 1
-        return f"{self.base}.{self.count}"
+        self._counter[0] += 1
+        return f"{self.base}.{self._counter[0]}"
 
-    def create(self, name: str, *operands: Any, result_types=None, **attrs: Any) -> Operation:
+    def _insert(self, op: Operation) -> Operation:
+        self.made.add(op)
+        if self.block is not None:
+            return self.block.append(op)
+        return self.rw.insert(op, self.root)
+
+    def create(self, name: str, *operands: Any, result_types=None, regions=(),
+               **attrs: Any) -> Operation:
         """Insert op ``name`` ("prim.add", or "add" for a prim op) before the root."""
         full = name if "." in name else f"prim.{name}"
-        op = OPS[full].build(*operands, result_types=result_types, loc=self.root.loc, **attrs)
+        op = OPS[full].build(*operands, result_types=result_types, loc=self.root.loc,
+                             regions=regions, **attrs)
         for r in op.results:
             r.name = self._name()
-        self.made.add(op)
-        return self.rw.insert(op, self.root)
+        return self._insert(op)
 
     def op(self, name: str, *operands: Any, result_type: TensorType | None = None,
            **attrs: Any) -> Value:
@@ -61,8 +82,7 @@ class PrimBuilder:
         """A constant array (a scalar gives a rank-0 tensor)."""
         arr = np.asarray(value).astype(dtype.numpy)
         op = make_constant(self.module, arr, self._name(), self.root.loc)
-        self.made.add(op)
-        return self.rw.insert(op, self.root).results[0]
+        return self._insert(op).results[0]
 
     def scalar_like(self, value: Any, like: Value) -> Value:
         """``value`` broadcast to the type of ``like``."""

@@ -62,7 +62,8 @@ def scan(interp, op, *inputs):
     k = len(op.results) - n
     scans: list[list[np.ndarray]] = [[] for _ in range(k)]
     for t in range(length):
-        slices = [np.take(x, length - 1 - t if back else t, axis=ax)
+        # basic indexing: a view, not np.take's copy (a compiled body reads it in place)
+        slices = [x[(slice(None),) * ax + (length - 1 - t if back else t,)]
                   for x, ax, back in zip(xs, in_axes, backward)]
         outs = interp.run_block(op.body.block, states + slices)
         states = list(outs[:n])
