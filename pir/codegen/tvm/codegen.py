@@ -155,7 +155,7 @@ def _schedule(block: Block, symbol: str, kind: str | None, cpu: CpuTarget):
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.direct import is_direct_block, schedule_direct
-    from pir.codegen.tvm.gemm import MATMUL, schedule_matmul
+    from pir.codegen.tvm.gemm import MATMUL, one_row_dim, schedule_matmul
     from pir.codegen.tvm.halo import write_interior, yielded_halo
     from pir.codegen.tvm.lower import lower_block
     from pir.codegen.tvm.schedule import schedule_cpu
@@ -186,7 +186,12 @@ def _schedule(block: Block, symbol: str, kind: str | None, cpu: CpuTarget):
     elif kind == MATMUL:
         sch = schedule_matmul(kernel)
         if sch is not None:
-            return tvm.IRModule({kernel.name: drop_batch_dims(sch.mod[kernel.name])})
+            funcs = {kernel.name: drop_batch_dims(sch.mod[kernel.name])}
+            if one_row_dim(block) is not None:
+                one = _one_row(kernel)
+                if one is not None:
+                    funcs[one[0]] = one[1]
+            return tvm.IRModule(funcs)
     if kind == DWCONV:
         sch = schedule_depthwise(kernel)
         if sch is not None:
@@ -207,6 +212,21 @@ def _conv_function(block: Block, kernel):
         return schedule_winograd(kernel)
     sch = schedule_matmul(kernel, split_cols=True, lanes=BLOCK if _blocked(block) else None)
     return drop_batch_dims(sch.mod[kernel.name]) if sch is not None else None
+
+
+def _one_row(kernel):
+    """The one-row variant of a matmul kernel (pir.codegen.tvm.gemm.one_row_dim): its name
+    and scheduled function, or None when the schedule does not fit."""
+    import dataclasses
+
+    from pir.codegen.tvm.batch_private import drop_batch_dims
+    from pir.codegen.tvm.gemm import ROWS1, schedule_matmul
+
+    name = kernel.name + ROWS1
+    variant = dataclasses.replace(kernel, name=name,
+                                  func=kernel.func.with_attr("global_symbol", name))
+    sch = schedule_matmul(variant, tile_rows=1)
+    return None if sch is None else (name, drop_batch_dims(sch.mod[name]))
 
 
 def _lower_unpadded(block: Block, symbol: str, pad, cpu: CpuTarget):

@@ -319,16 +319,41 @@ def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str,
 def _tile_rows(extent, rows: int) -> int:
     """Rows per register tile: ``rows`` (the target's), or the largest of ``rows - 1`` down
     to 4 that divides a static row count (a 7x7 or 14x14 feature map), so that no row needs
-    padding."""
+    padding; a static count below ``rows`` is its own tile (a recurrent step's batch of one:
+    8 rows would be 7 of padding)."""
     if isinstance(extent, tirx.IntImm):
+        if extent.value < rows:
+            return max(int(extent.value), 1)
         for mi in range(rows, 3, -1):
             if extent.value % mi == 0:
                 return mi
     return rows
 
 
+#: The suffix of a matmul kernel's one-row variant (see ``one_row_dim``).
+ROWS1 = "_rows1"
+
+
+def one_row_dim(block) -> object | None:
+    """The row dim of a matmul group's one product when it is symbolic: such a kernel also
+    gets a variant of one-row tiles (``ROWS1``), which a run takes when the rows are fewer
+    than the target's ``small_rows`` (a batch of one: padded to a full tile, 7 of 8 rows
+    would be padding).  None for a static row count or another kind of group."""
+    dots = [op for op in block.ops if op.name == "prim.dot_general"]
+    if len(dots) != 1:
+        return None
+    # the rows are the lhs's dim before its contracted last one ([..., M, K]; the result is
+    # [..., M, panels, BN] against packed weights)
+    shape = getattr(dots[0].operands[0].type, "shape", None)
+    if not shape or len(shape) < 2 or \
+            list(dots[0].lhs_contracting_dimensions) != [len(shape) - 1]:
+        return None
+    rows = shape[-2]
+    return None if rows is None or isinstance(rows, int) else rows
+
+
 def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
-                    lanes: int | None = None) -> Schedule | None:
+                    lanes: int | None = None, tile_rows: int | None = None) -> Schedule | None:
     """The register-tiled schedule of a ``matmul`` or ``conv`` group's kernel, its tile
     sized for the kernel's target (``kernel.cpu``); None if it does not apply (the caller
     then uses the generic schedule).
@@ -336,7 +361,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     The GEMM block computes ``[outer..., rows, cols]`` over one or more reduce loops: for a
     matmul the columns come split as ``[panels, BN]`` (the packed weights' layout), for a
     convolution (``[N, P, O]`` over C, R, S, see pir.codegen.tvm.conv: ``split_cols``) they
-    are split here.
+    are split here.  ``tile_rows``: the tile's rows, instead of the target's (``ROWS1``: 1).
     A convolution's zero-padded input (``*_xpad``) is computed into a buffer before the GEMM;
     its window loads (``*_col``) are inlined into the GEMM.
 
@@ -381,10 +406,10 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     except (ScheduleError, TypeError, ValueError):
         return None
     extent = sch.get(rows).extent
-    mi_rows = _tile_rows(extent, cpu.gemm_rows)
+    mi_rows = tile_rows or _tile_rows(extent, cpu.gemm_rows)
     pads = []
     try:
-        if not isinstance(extent, tirx.IntImm):
+        if not isinstance(extent, tirx.IntImm) and mi_rows > 1:
             # A symbolic row count (a batch or sequence): pad the rows to a multiple of the
             # tile (TVM's pad_einsum: the input rows are copied into a zero-padded buffer,
             # once, and the output copied out), so the accumulator is a

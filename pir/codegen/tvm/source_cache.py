@@ -29,7 +29,8 @@ from typing import Callable
 
 from pir.cache import private_dir
 
-__all__ = ["cached_source", "made_func", "source_dir", "entry_path", "version", "stats"]
+__all__ = ["cached_source", "made_func", "made_funcs", "source_dir", "entry_path", "version",
+           "stats"]
 
 #: Bump to drop every entry written in an older layout.
 FORMAT = "pir-tir-1"
@@ -107,8 +108,9 @@ def _write(path: pathlib.Path, source: str) -> None:
 
 def cached_source(key: str, symbol: str, make: Callable[[], object]) -> str:
     """The source of a group: from the cache, else made by ``make()``, which returns the
-    scheduled IRModule holding the PrimFunc ``symbol``; its script is kept on disk, and the
-    function itself in this process (see :func:`made_func`).  ``make`` raising (a group that
+    scheduled IRModule holding the PrimFunc ``symbol`` (and maybe its variants, named
+    ``symbol`` and a suffix); its script is kept on disk, and the functions themselves in
+    this process (see :func:`made_funcs`).  ``make`` raising (a group that
     cannot be lowered) caches nothing."""
     path = entry_path(key, symbol)
     source = _read(path)
@@ -118,7 +120,7 @@ def cached_source(key: str, symbol: str, make: Callable[[], object]) -> str:
     mod = make()
     source = mod.script()
     stats["misses"] += 1
-    _remember(source, symbol, mod[symbol])
+    _remember(source, symbol, {gv.name_hint: f for gv, f in mod.functions.items()})
     _write(path, source)
     return source
 
@@ -132,15 +134,21 @@ _MADE: dict[str, tuple[str, object]] = {}
 _MADE_MAX = 1024
 
 
-def _remember(source: str, symbol: str, func) -> None:
+def _remember(source: str, symbol: str, funcs: dict) -> None:
     _MADE.pop(source, None)
-    _MADE[source] = (symbol, func)
+    _MADE[source] = (symbol, funcs)
     while len(_MADE) > _MADE_MAX:
         del _MADE[next(iter(_MADE))]
 
 
-def made_func(source: str, symbol: str):
-    """The PrimFunc named ``symbol`` that printed as ``source`` in this process, or None
-    (then the caller parses the source)."""
+def made_funcs(source: str, symbol: str) -> dict | None:
+    """The PrimFuncs, by name, of the kernel ``symbol`` that printed as ``source`` in this
+    process, or None (then the caller parses the source)."""
     hit = _MADE.get(source)
     return hit[1] if hit is not None and hit[0] == symbol else None
+
+
+def made_func(source: str, symbol: str):
+    """The PrimFunc named ``symbol`` that printed as ``source`` in this process, or None."""
+    funcs = made_funcs(source, symbol)
+    return None if funcs is None else funcs.get(symbol)

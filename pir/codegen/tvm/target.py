@@ -77,6 +77,14 @@ class CpuTarget:
         return 8 if self.wide else 6
 
     @property
+    def small_rows(self) -> int:
+        """A matmul of fewer rows than this runs its one-row kernel (``gemm.ROWS1``): a
+        tile of ``gemm_rows`` computes mostly padding (a recurrent step's batch of one, 8
+        rows for 1), one row reads the weights once per row.  Measured on Rocket Lake, one
+        thread, [M, 512] x [512, 2048]: M = 1, 8 rows 161 us, one row ~25."""
+        return self.gemm_rows // 2
+
+    @property
     def min_chunks(self) -> int:
         """The fewest chunks of panels the GEMM's parallel loop gets: one per core, at
         least 4."""

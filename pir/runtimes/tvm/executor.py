@@ -28,6 +28,8 @@ from pir.cache import private_dir, read_verified, write_verified
 from pir.codegen.provenance import check_kernels
 from pir.codegen.tvm.build import host_target
 from pir.codegen.tvm.dims import derived_dims, solve, symbols_of
+from pir.codegen.tvm.gemm import ROWS1, one_row_dim
+from pir.codegen.tvm.target import parse_target
 from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
@@ -60,6 +62,11 @@ class _Kernel:
     params: list  # tvm tensors of the region's non-splat constants
     derived: dict  # dims the kernel computes from its inputs' (pir.codegen.tvm.dims)
     free: list  # dims it takes as scalar parameters, after ``params``
+    # a matmul's one-row variant (pir.codegen.tvm.gemm.ROWS1), its row dim, and the rows
+    # below which a run takes it (the target's small_rows); None: there is none
+    one_row: object = None
+    rows: object = None
+    small_rows: int = 0
 
     def sizes(self, op: TvmKernelOp, arrays, symbols: dict[str, int]) -> dict[str, int]:
         """The value of every symbolic dim of the kernel, from its inputs' shapes."""
@@ -99,6 +106,11 @@ class CompiledProgram:
             fn = self.module.get_function(op.symbol, query_imports=True)
             k = _Kernel(fn, [as_tvm(self.weights.copy(a), self.device)[0] for a in params],
                         derived, free)
+            variant = op.symbol + ROWS1
+            if self.module.implements_function(variant, query_imports=True):
+                k.one_row = self.module.get_function(variant, query_imports=True)
+                k.rows = one_row_dim(op.body.block)
+                k.small_rows = parse_target(op.target).small_rows
             self._kernels[op] = k
         return k
 

@@ -93,13 +93,15 @@ def build_sources(sources: dict[str, str], target,
 
 def _build(sources: dict[str, str], target, flags: Flags = _PLAIN,
            check_bounds: bool = False) -> tvm.runtime.Module:
-    from pir.codegen.tvm.source_cache import made_func
+    from pir.codegen.tvm.gemm import ROWS1
+    from pir.codegen.tvm.source_cache import made_funcs
 
     merged = tvm.IRModule({})
     for sym, src in sources.items():
-        made = made_func(src, sym)  # codegen made it in this process: no need to parse
+        made = made_funcs(src, sym)  # codegen made it in this process: no need to parse
         if made is not None:
-            merged[sym] = made
+            for name, func in made.items():
+                merged[name] = func
             continue
         # (a source that pir did not generate reaches this point only with --trust-kernels:
         # pir.codegen.provenance)
@@ -108,10 +110,12 @@ def _build(sources: dict[str, str], target, flags: Flags = _PLAIN,
         except Exception as e:  # noqa: BLE001 - TVM's parser raises many kinds
             raise PirError(f"kernel {sym}: cannot parse its TIR source: "
                            f"{_parse_error(e)}") from None
-        funcs = list(mod.functions.items())
-        if len(funcs) != 1 or funcs[0][0].name_hint != sym:
-            raise PirError(f"kernel {sym}: the source must hold one function named {sym}")
-        merged[sym] = funcs[0][1]
+        funcs = {gv.name_hint: f for gv, f in mod.functions.items()}
+        if sym not in funcs or not set(funcs) <= {sym, sym + ROWS1}:
+            raise PirError(f"kernel {sym}: the source must hold one function named {sym} "
+                           f"(and maybe its one-row variant {sym}{ROWS1})")
+        for name, func in funcs.items():
+            merged[name] = func
     return build_module(merged, target, flags, check_bounds)
 
 

@@ -37,6 +37,7 @@ import tvm
 
 from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
+from pir.ir import dimexpr
 from pir.runtimes.hugepages import SMALL_CHUNK, Arena
 from pir.runtimes.tvm.buffers import ALIGN, OutputPool, aligned_empty, as_tvm
 from pir.runtimes.tvm.signature import kernel_failure
@@ -372,6 +373,10 @@ class Plan:
     def _kernel_step(self, op: TvmKernelOp) -> Callable[[], None]:
         k = self.program.kernel(op)
         fn, params = k.fn, [*k.params, *(self.symbols[d] for d in k.free)]
+        if k.one_row is not None:  # few rows at this binding: the one-row tiles
+            rows = dimexpr.evaluate(k.rows, self.symbols)
+            if rows is not None and rows < k.small_rows:
+                fn = k.one_row
         values = self.interp.values
         ins = [self._tensor(v) for v in op.operands]
         inputs = set(self.block.args)
