@@ -40,6 +40,9 @@ FAST = {
                      "FFT is 4.4e-4 off)",
 }
 TOLERANCE = 1e-4
+#: models with groups codegen keeps: Silero's If on a chunk length other than 512 samples,
+#: whose branch (the original, unversioned form: shape-branches) the model itself fails in
+KEEPS_GROUPS = {"silero_vad_v5", "silero_vad_op15", "silero_vad_half"}
 
 
 def _error(data: pathlib.Path, out: pathlib.Path) -> float:
@@ -73,8 +76,11 @@ def test_real_model_every_stage_at_two_sizes(name, tmp_path):
     assert code == 0, err
     code, _, err = cli("optimize", tmp_path / "n.pir", "-p", FUSE, "-o", tmp_path / "f.pir")
     assert code == 0, err
-    code, _, err = cli("codegen", tmp_path / "f.pir", "--target", "llvm", "-o", tmp_path / "k.pir")
+    code, _, err = cli("codegen", tmp_path / "f.pir", "--target", "llvm", "--explain",
+                       "-o", tmp_path / "k.pir")
     assert code == 0, err
+    if name not in KEEPS_GROUPS:  # every group of the rest compiles
+        assert " 0 left as fusion.group" in err, err
     for k, data in enumerate(sizes):  # one compiled program serves both sizes
         feeds = _inputs(data, tmp_path / f"in{k}.npz")
         for program in ("n.pir", "o.pir", "k.pir"):

@@ -316,13 +316,14 @@ def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str,
 
 # -- the schedule ----------------------------------------------------------------------------
 
-def _tile_rows(extent, rows: int) -> int:
+def _tile_rows(extent, rows: int, few: bool = False) -> int:
     """Rows per register tile: ``rows`` (the target's), or the largest of ``rows - 1`` down
     to 4 that divides a static row count (a 7x7 or 14x14 feature map), so that no row needs
-    padding; a static count below ``rows`` is its own tile (a recurrent step's batch of one:
-    8 rows would be 7 of padding)."""
+    padding.  With ``few`` (a matmul's rows, not a convolution's positions, whose window
+    loads TVM then fails to inline) a static count below ``rows`` is its own tile (a
+    recurrent step's batch of one: 8 rows would be 7 of padding)."""
     if isinstance(extent, tirx.IntImm):
-        if extent.value < rows:
+        if few and extent.value < rows:
             return max(int(extent.value), 1)
         for mi in range(rows, 3, -1):
             if extent.value % mi == 0:
@@ -406,7 +407,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
     except (ScheduleError, TypeError, ValueError):
         return None
     extent = sch.get(rows).extent
-    mi_rows = tile_rows or _tile_rows(extent, cpu.gemm_rows)
+    mi_rows = tile_rows or _tile_rows(extent, cpu.gemm_rows, few=not split_cols)
     pads = []
     try:
         if not isinstance(extent, tirx.IntImm) and mi_rows > 1:
