@@ -212,15 +212,18 @@ class ShapeBranches(Pass):
 
 def _process(block: Block, branch: _Branch, budget: list[int]) -> bool:
     """Version ``block`` on its first nn.if that tests an undecided shape fact, then the
-    branches that made; else look into the branches of its nn.if ops (a model whose body
-    is one branch of a test of an input value, Silero's sample rate).  ``budget``: the
-    versions and the ops they may still copy.  True when anything changed."""
+    branches of the nn.if that replaces it; else look into the branches of its nn.if ops
+    (a model whose body is one branch of a test of an input value, Silero's sample rate).
+    ``budget``: the versions and the ops they may still copy.  True when anything changed."""
     for i, op in enumerate(block.ops):
         if op.name != "nn.if":
             continue
         found = shape_fact(op.operands[0])
         if found is None or found[0] in branch.facts or i + 2 >= len(block.ops):
             continue  # (nothing after it but the terminator: nothing to version)
+        made = {r for o in block.ops[i:] for r in o.results}
+        if not all(v in made for v in block.ops[-1].operands):
+            continue  # a value from before returned as it is: its name is an output's
         copied = sum(1 for o in block.ops[i + 1:] for _ in o.walk())
         if budget[0] <= 0 or copied > budget[1]:
             continue
