@@ -22,8 +22,8 @@ from pir.passes.decompose.rules_linalg import shape
 _REGIONS = "control flow: the op keeps its regions (the ops inside are decomposed in place)"
 for _name in ("nn.if", "nn.loop", "nn.scan"):
     keep(_name, _REGIONS)
-for _name in ("nn.rnn", "nn.gru"):  # (a short nn.lstm is unrolled: rules_lstm)
-    keep(_name, "a recurrence over the sequence needs a loop, which prim does not have")
+# (nn.lstm and nn.gru are prim ops: rules_recurrence)
+keep("nn.rnn", "a recurrence over the sequence needs a loop, which prim does not have")
 for _name in ("nn.adagrad", "nn.adam", "nn.momentum"):
     keep(_name, "a training-time optimizer update (ONNX's preview training domain)")
 keep("nn.dft", "a Fourier transform: prim has no FFT")

@@ -1,7 +1,7 @@
-"""nn.lstm in prim ops (rules_lstm): unrolled over a short static sequence, a scan of prim
-steps over a run-time or long one; every direction and layout, optional operands, zero
-peepholes, against the reference rule and ONNX Runtime, compiled; and the cases that stay
-nn.lstm, each with its reason."""
+"""nn.lstm and nn.gru in prim ops (rules_recurrence): unrolled over a short static sequence,
+a scan of prim steps over a run-time or long one; every direction and layout, optional
+operands, zero peepholes, the GRU's linear_before_reset, against the reference rule and ONNX
+Runtime, compiled; and the cases that stay, each with its reason."""
 
 from __future__ import annotations
 
@@ -17,30 +17,36 @@ SEQ, BATCH, INPUT, HIDDEN = 3, 2, 5, 4
 rng = np.random.default_rng(7)
 
 
+GATES = {"LSTM": 4, "GRU": 3}
+
+
 def _lstm_model(dirs: int, seq: int = SEQ, layout: int = 0, bias: bool = True,
                 states: bool = True, peepholes: np.ndarray | None = None,
-                shapes: dict | None = None, **attrs):
+                shapes: dict | None = None, op_type: str = "LSTM", **attrs):
+    g = GATES[op_type]
     x_shape = (seq, BATCH, INPUT) if layout == 0 else (BATCH, seq, INPUT)
     state_shape = (dirs, BATCH, HIDDEN) if layout == 0 else (BATCH, dirs, HIDDEN)
     feeds = {"X": rng.standard_normal(x_shape).astype(np.float32),
-             "W": rng.uniform(-0.5, 0.5, (dirs, 4 * HIDDEN, INPUT)).astype(np.float32),
-             "R": rng.uniform(-0.5, 0.5, (dirs, 4 * HIDDEN, HIDDEN)).astype(np.float32)}
+             "W": rng.uniform(-0.5, 0.5, (dirs, g * HIDDEN, INPUT)).astype(np.float32),
+             "R": rng.uniform(-0.5, 0.5, (dirs, g * HIDDEN, HIDDEN)).astype(np.float32)}
     names = ["X", "W", "R"]
     if bias:
-        feeds["B"] = rng.uniform(-0.5, 0.5, (dirs, 8 * HIDDEN)).astype(np.float32)
+        feeds["B"] = rng.uniform(-0.5, 0.5, (dirs, 2 * g * HIDDEN)).astype(np.float32)
     names.append("B" if bias else "")
     names.append("")  # sequence_lens
+    state_names = ["initial_h", "initial_c"] if op_type == "LSTM" else ["initial_h"]
     if states:
-        feeds["initial_h"] = rng.standard_normal(state_shape).astype(np.float32)
-        feeds["initial_c"] = rng.standard_normal(state_shape).astype(np.float32)
-    names += ["initial_h", "initial_c"] if states else ["", ""]
+        for n in state_names:
+            feeds[n] = rng.standard_normal(state_shape).astype(np.float32)
+    names += state_names if states else [""] * len(state_names)
     inits = {}
     if peepholes is not None:
         inits["P"] = peepholes
         names.append("P")
     while not names[-1]:
         names.pop()
-    model = node_model("LSTM", feeds, ["Y", "Y_h", "Y_c"], opset=22, initializers=inits,
+    outputs = ["Y", "Y_h", "Y_c"] if op_type == "LSTM" else ["Y", "Y_h"]
+    model = node_model(op_type, feeds, outputs, opset=22, initializers=inits,
                        shapes=shapes, hidden_size=HIDDEN, layout=layout, **attrs)
     node = model.graph.node[0]
     node.ClearField("input")
@@ -108,18 +114,39 @@ def test_what_is_not_written_in_prim_ops_stays_nn_lstm_with_its_reason(case, why
 
 
 @pytest.mark.parametrize("shapes", [None, {"X": ["S", BATCH, INPUT]}], ids=["unrolled", "scan"])
-def test_the_lstm_compiles_and_equals_onnx_runtime(shapes):
+@pytest.mark.parametrize("linear_before_reset", [0, 1])
+@pytest.mark.parametrize("direction,dirs", [("forward", 1), ("reverse", 1),
+                                            ("bidirectional", 2)])
+def test_a_gru_is_prim_ops_equal_to_the_reference(shapes, linear_before_reset, direction,
+                                                  dirs):
+    model, feeds = _lstm_model(dirs, op_type="GRU", shapes=shapes, direction=direction,
+                               linear_before_reset=linear_before_reset)
+    optimized = check_pipeline(import_model(model), feeds, DECOMPOSE, rtol=1e-5, atol=1e-6)
+    assert "nn.gru" not in _ops(optimized)
+    assert ("nn.scan" in _ops(optimized)) == (shapes is not None)
+
+
+@pytest.mark.parametrize("bias,states", [(False, False), (True, True)])
+def test_a_batch_first_gru_with_and_without_its_optional_operands(bias, states):
+    model, feeds = _lstm_model(1, op_type="GRU", layout=1, bias=bias, states=states)
+    optimized = check_pipeline(import_model(model), feeds, DECOMPOSE, rtol=1e-5, atol=1e-6)
+    assert "nn.gru" not in _ops(optimized)
+
+
+@pytest.mark.parametrize("op_type", ["LSTM", "GRU"])
+@pytest.mark.parametrize("shapes", [None, {"X": ["S", BATCH, INPUT]}], ids=["unrolled", "scan"])
+def test_the_recurrence_compiles_and_equals_onnx_runtime(shapes, op_type):
     pytest.importorskip("tvm")
     from pir.codegen.tvm.codegen import codegen_module
     from pir.passes.manager import PassManager
     from pir.passes.pipeline import parse_pipeline
     from pir.runtimes.tvm import TvmInterpreter
 
-    model, feeds = _lstm_model(2, direction="bidirectional", shapes=shapes)
+    model, feeds = _lstm_model(2, direction="bidirectional", shapes=shapes, op_type=op_type)
     module = import_model(model)
     PassManager(parse_pipeline(DECOMPOSE + ",fuse")).run(module)
     report = codegen_module(module, "llvm")
-    assert not report.kept and "nn.lstm" not in _ops(module), report.lines()
+    assert not report.kept and f"nn.{op_type.lower()}" not in _ops(module), report.lines()
     interp = TvmInterpreter(module)
     for _ in range(2):  # (the second run follows the plans of the scan's body)
         got = interp.run(module.funcs[0], feeds)

@@ -1,6 +1,6 @@
 // RUN: pir optimize %s -p 'decompose{explain}' 2>&1 >/dev/null | filecheck %s --check-prefix=EXPLAIN
 // RUN: pir optimize %s -p decompose | filecheck %s
-// An LSTM over a static sequence (2 steps) is unrolled (rules_lstm): one product of the
+// An LSTM over a static sequence (2 steps) is unrolled (rules_recurrence): one product of the
 // whole input with W, then per step H R, the gates i, o, f (sigmoid) and the cell (tanh),
 // C = f C + i g, H = o tanh(C); the steps' H stacked into Y.  Over a run-time length the
 // steps are an nn.scan over the rows of the same projection, its body one step in prim ops.
