@@ -86,3 +86,26 @@ def test_a_planned_run_takes_the_kernel_its_row_count_calls_for():
                           (c.cell_contents for c in step.__closure__)))["fn"]
         want = k.one_row if dict(symbols)["B"] < k.small_rows else k.fn
         assert chosen is want
+
+
+@pytest.mark.parametrize("k,n,small", [(16, 32, True), (512, 256, False)])
+def test_a_step_that_reads_large_weights_is_not_small(k, n, small):
+    # a recurrent step's product of one row by a large weight streams the weight: it gets
+    # the whole pool although its operand and result are a few hundred floats
+    from helpers import node_model
+
+    from pir.frontends.onnx.importer import import_model
+
+    w = (np.random.default_rng(1).standard_normal((k, n)) / 16).astype(np.float32)
+    x = np.ones((1, k), np.float32)
+    module = import_model(node_model("MatMul", {"x": x}, ["y"], initializers={"w": w},
+                                     shapes={"x": ["B", k]}))
+    PassManager(parse_pipeline(FUSE)).run(module)
+    assert not codegen_module(module, "llvm").kept
+    interp = TvmInterpreter(module)
+    for _ in range(2):
+        np.testing.assert_allclose(interp.run(module.funcs[0], {"x": x})["y"], x @ w,
+                                   rtol=1e-5, atol=1e-5)
+    (plan,) = interp._plans.values()
+    kernels = [s for (op, _), s in zip(plan.steps, plan.small) if isinstance(op, TvmKernelOp)]
+    assert kernels == [small]

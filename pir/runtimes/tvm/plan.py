@@ -338,10 +338,11 @@ class Plan:
         return checked
 
     def _small(self, op: Operation) -> bool:
-        """Whether the planned kernel ``op`` touches fewer than SMALL_STEP elements (operands
-        and results together): waking the pool's other threads for a parallel loop costs
-        3-5 us here, more than such a kernel takes on one thread."""
-        total = 0
+        """Whether the planned kernel ``op`` touches fewer than SMALL_STEP elements (operands,
+        results and the weights it holds together): waking the pool's other threads for a
+        parallel loop costs 3-5 us here, more than such a kernel takes on one thread.  (A
+        recurrent step's product of one row by a [512, 2048] weight reads 4 MB: not small.)"""
+        total = sum(int(np.prod(t.shape, dtype=np.int64)) for t in self.program.kernel(op).params)
         for v in [*op.operands, *op.results]:
             shape = bound_shape(v.type, self.symbols) if isinstance(v.type, TensorType) else ()
             if shape is None:
