@@ -35,7 +35,7 @@ from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
 from pir.runtimes.hugepages import Arena
-from pir.runtimes.reference.interpreter import DimConflict, Interpreter
+from pir.runtimes.reference.interpreter import DimConflict, Interpreter, ResultOf
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
 from pir.runtimes.tvm.plan import Plan
@@ -329,7 +329,7 @@ class TvmInterpreter(Interpreter):
             raise PirError(f"{op.describe()}: kernel {op.symbol} failed: "
                            f"{str(e).strip().splitlines()[-1]}") from None
         for r, arr in zip(op.results, out):
-            self.check(r, arr, f"result %{r.name} of {op.describe()}")
+            self.check(r, arr, ResultOf(r, op))
             values[r] = arr
 
 
