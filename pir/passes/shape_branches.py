@@ -77,30 +77,38 @@ def _one_dim(v: Value) -> Dim:
     return dims[0] if dims is not None and len(dims) == 1 else None
 
 
+def _compared(cond: Value) -> tuple[str, Dim, Dim, bool] | None:
+    """What a condition compares: (the comparison, its two dims, whether it is negated),
+    when it is a comparison of one-element shape values whose dims are known."""
+    op, negated = _comparison(cond)
+    if op is None:
+        return None
+    a, b = _one_dim(op.operands[0]), _one_dim(op.operands[1])
+    if a is None or b is None:
+        return None
+    return _COMPARE[op.name], a, b, negated
+
+
 def shape_fact(cond: Value) -> tuple[Fact, bool, Dim, Dim] | None:
     """The fact of the dims an ``nn.if`` condition tests, when it is one: ``(fact, negated,
     lhs, rhs)`` for a comparison of two one-element shape values at least one of which is
     symbolic; None for anything else (a decided comparison included)."""
-    op, negated = _comparison(cond)
-    if op is None:
+    found = _compared(cond)
+    if found is None or not (dimexpr.is_symbolic(found[1]) or dimexpr.is_symbolic(found[2])):
         return None
-    a, b = _one_dim(op.operands[0]), _one_dim(op.operands[1])
-    if a is None or b is None or not (dimexpr.is_symbolic(a) or dimexpr.is_symbolic(b)):
-        return None
-    return (_COMPARE[op.name], str(a), str(b)), negated, a, b
+    cmp, a, b, negated = found
+    return (cmp, str(a), str(b)), negated, a, b
 
 
 def _decided(cond: Value, facts: dict[Fact, bool]) -> bool | None:
     """Whether ``cond`` is known: a comparison of static dims, or a fact of ``facts``."""
-    op, negated = _comparison(cond)
-    if op is None:
+    found = _compared(cond)
+    if found is None:
         return None
-    a, b = _one_dim(op.operands[0]), _one_dim(op.operands[1])
+    cmp, a, b, negated = found
     if isinstance(a, int) and isinstance(b, int):
-        return _HOLDS[_COMPARE[op.name]](a, b) != negated
-    if a is None or b is None:
-        return None
-    known = facts.get((_COMPARE[op.name], str(a), str(b)))
+        return _HOLDS[cmp](a, b) != negated
+    known = facts.get((cmp, str(a), str(b)))
     return None if known is None else known != negated
 
 

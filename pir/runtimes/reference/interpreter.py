@@ -49,13 +49,13 @@ class ResultOf:
     """"result %r of <the op and where it is>", made only when a message is: a run checks
     every result it makes, and formatting the text each time cost microseconds an op."""
 
-    __slots__ = ("result", "op", "suffix")
+    __slots__ = ("result", "op")
 
-    def __init__(self, result: Value, op: Operation, suffix: str = ""):
-        self.result, self.op, self.suffix = result, op, suffix
+    def __init__(self, result: Value, op: Operation):
+        self.result, self.op = result, op
 
     def __str__(self) -> str:
-        return f"result %{self.result.name} of {_where(self.op)}{self.suffix}"
+        return f"result %{self.result.name} of {_where(self.op)}"
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)

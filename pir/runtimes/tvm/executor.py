@@ -35,7 +35,7 @@ from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import TensorType
 from pir.runtimes.hugepages import Arena
-from pir.runtimes.reference.interpreter import DimConflict, Interpreter, ResultOf
+from pir.runtimes.reference.interpreter import CONTROL_FLOW, DimConflict, Interpreter, ResultOf
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
 from pir.runtimes.tvm.plan import Plan
@@ -271,7 +271,7 @@ class TvmInterpreter(Interpreter):
         parent = block.parent.parent if block.parent is not None else None
         if self.depth == 0 or not self.planned or self.program is None \
                 or self.program.module is None or parent is None \
-                or parent.name not in ("nn.if", "nn.loop", "nn.scan"):
+                or parent.name not in CONTROL_FLOW:
             return super().run_block(block, args)
         dims = self._region_dims.get(block)
         if dims is None:

@@ -112,22 +112,32 @@ def _reads(op: Operation) -> list[Value]:
     return list(dict.fromkeys([*op.operands, *outer]))
 
 
+def _escaping(ops: list[Operation], reads: list[list[Value]], returned,
+              planned: Callable[[Operation], bool]) -> set[Value]:
+    """The values of a block (its ``ops``, each with what it reads) that a value it returns
+    may be or view: the returned ones, and what an op the plan does not run itself reads to
+    make one of those (a reference rule may return a view of its operand; an nn.if only
+    its branches' yields, see ``_viewed``).  A planned kernel writes a buffer of its own."""
+    escaping = set(returned)
+    for op, read in zip(reversed(ops), reversed(reads)):
+        if not planned(op) and any(r in escaping for r in op.results):
+            escaping.update(_viewed(op, read, planned))
+    return escaping
+
+
 def _viewed(op: Operation, read: list[Value], planned: Callable[[Operation], bool]) -> list[Value]:
     """The values of those ``op`` reads that its results may be or view.  Any of them for
-    most ops; for an nn.if, those a branch yields, or that its own reference steps turn
-    into what it yields (its kernels write buffers of the branch's plan, not views)."""
+    most ops; for an nn.if, the enclosing block's values its branches return, as
+    ``_escaping`` finds them in each branch."""
     if op.name != "nn.if":
         return read
     outer = set(read)
     found: set[Value] = set()
     for region in op.regions:
-        block = region.block
-        inner_ops = [o for o in block.ops if Terminator not in o.traits]
-        escaping = set(block.terminator.operands) if block.terminator is not None else set()
-        for o in reversed(inner_ops):
-            if not planned(o) and any(r in escaping for r in o.results):
-                escaping.update(_viewed(o, _reads(o), planned))
-        found |= escaping & outer
+        inner = [o for o in region.block.ops if Terminator not in o.traits]
+        term = region.block.terminator
+        found |= _escaping(inner, [_reads(o) for o in inner],
+                           term.operands if term is not None else (), planned) & outer
     return [v for v in read if v in found]
 
 
@@ -199,7 +209,7 @@ class Plan:
             for v in reads[i]:
                 last[v] = i
         returned = set(term.operands) if term is not None else set()
-        escaping = self._escaping(ops, reads, returned)
+        escaping = _escaping(ops, reads, returned, self._planned)
         roots: dict[Value, set[int]] = {}  # value -> slots it may view
         holders: dict[int, list[Value]] = {}  # slot -> values that may view it
         free: list[int] = []
@@ -248,19 +258,6 @@ class Plan:
                             free.append(s)
         for v, s in self.slot_of.items():
             self.views[v] = self._view(s, v)
-
-    def _escaping(self, ops: list[Operation], reads: list[list[Value]],
-                  returned: set[Value]) -> set[Value]:
-        """The values a returned array may be (or view): the returned ones, and what an op
-        the plan does not run itself reads to make an escaping result (a reference rule may
-        return a view of its operand).  Their slots are the caller's after the run, so
-        only they take a new buffer each run: the rest reuse slots, as a shared slot that
-        an output may view would make every value in it a new buffer too."""
-        escaping = set(returned)
-        for op, read in zip(reversed(ops), reversed(reads)):
-            if not self._planned(op) and any(r in escaping for r in op.results):
-                escaping.update(_viewed(op, read, self._planned))
-        return escaping
 
     def _take(self, free: list[int], nbytes: int) -> int:
         """The smallest free slot that holds ``nbytes``, else a new one."""
