@@ -26,6 +26,7 @@ from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
 from pir.ir.dialects.fusion import GroupOp
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.printer import settle_names
+from pir.passes.dce import drop_unused_resources
 
 __all__ = ["CodegenReport", "codegen_module", "kernel_source", "mangle", "group_key",
            "has_groups"]
@@ -294,6 +295,9 @@ def codegen_module(module: ModuleOp, target: str = "llvm") -> CodegenReport:
         symbol, source = made[key]
         _replace(group, symbol, source, str(cpu), first)
         report.kernels += 1
+    # the weights the kernels now read packed: a model's unpacked copies would otherwise stay
+    # in the file beside them (a 6.8 MB model made an 18 MB .k.pir)
+    drop_unused_resources(module)
     return report
 
 
