@@ -41,13 +41,15 @@ from tvm import te, tirx
 from pir.codegen.tvm.direct import (direct_compute, is_flat, padded_channels, tile_rows,
                                     wants_direct, why_not_direct)
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
-from pir.codegen.tvm.gemm import _epilogue, form_group, padded_width
+from pir.codegen.tvm.gemm import _cast, _epilogue, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
+from pir.codegen.tvm.int_range import float32_exact
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
 from pir.codegen.tvm.nchwc_region import block_region, keeps_channels
 from pir.codegen.tvm.target import CpuTarget
+from pir.codegen.tvm.weights import drop_if_dead, known_weights
 from pir.codegen.tvm.winograd import append_weights, winograd_conv, winograd_source
 from pir.codegen.tvm.winograd import applies as winograd_applies
 from pir.errors import PirError
@@ -343,9 +345,9 @@ def _direct_weights(op: Operation) -> np.ndarray | Value | None:
 
     if op.name != "prim.conv" or not wants_direct(op) or is_depthwise(op):
         return None
-    if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
+    w = known_weights(op.operands[1])  # (a quantized one's: its centred integers)
+    if w is None:
         return op.operands[1]
-    w = np.asarray(constant_value(op.operands[1].op))
     return w if w.size else None
 
 
@@ -381,25 +383,45 @@ def _form_direct(op: Operation, w: np.ndarray | Value, cpu: CpuTarget) -> GroupO
                     result_types=[wt.with_shape([*wt.shape[:2], 1, wt.shape[2]])])).results[0]
         else:
             w4 = w[:, :, None, :] if flat else w
+            if compute != w4.dtype:
+                w4 = w4.astype(compute.numpy)
             o_pad = padded_channels(o) if op.feature_group_count == 1 else o
             if o_pad != o:  # zero weights for the extra channels (sliced off below)
                 w4 = np.concatenate([w4, np.zeros((o_pad - o, *w4.shape[1:]), w4.dtype)])
             kt = _packed_weights(body, op, w4, tile_rows(o_pad, cpu, is_flat(op)), (), name)
+        if x_arg.type.dtype != compute:
+            x_arg = _cast(body, x_arg, compute, f"{name}.xf", op.loc)
+        last = "" if compute == out.dtype else ".f"  # (then cast back, exactly)
+        out = out.with_dtype(compute)
         padded = out.with_shape([out.shape[0], o_pad, *out.shape[2:]])
         y = body.append(ConvOp.build(x_arg, kt, loc=op.loc, result_types=[padded],
                                      result_names=[f"{name}.pad" if o_pad != o else
-                                                   f"{name}.2d" if flat else name],
+                                                   f"{name}.2d" if flat else name + last],
                                      **attrs)).results[0]
         if o_pad != o:
             y = body.append(SliceOp.build(
                 y, start_indices=[0], limit_indices=[o], axes=[1], loc=op.loc,
-                result_types=[out], result_names=[f"{name}.2d" if flat else name])).results[0]
+                result_types=[out],
+                result_names=[f"{name}.2d" if flat else name + last])).results[0]
         if flat:
-            y = body.append(ReshapeOp.build(y, loc=op.loc, result_names=[name],
-                                            result_types=[op.results[0].type])).results[0]
+            y = body.append(ReshapeOp.build(
+                y, loc=op.loc, result_names=[name + last],
+                result_types=[op.results[0].type.with_dtype(compute)])).results[0]
+        if last:
+            y = _cast(body, y, op.results[0].type.dtype, name, op.loc)
         return y
 
-    return form_group(op, core, _epilogue(op), CONV, inputs=[w] if computed else [])
+    # an integer convolution by known weights is computed in float32 where that is exact
+    # (pir.codegen.tvm.int_range): the float FMA is 2-3x the int32 multiply
+    compute = op.results[0].type.dtype
+    if not computed and compute.is_int and float32_exact(
+            op.operands[0], w.reshape(w.shape[0], -1).T):
+        compute = DType.F32
+    weights = getattr(op.operands[1], "op", None)
+    group = form_group(op, core, _epilogue(op), CONV, inputs=[w] if computed else [])
+    if not computed:
+        drop_if_dead(weights)
+    return group
 
 
 def why_not_compiled(op: Operation) -> str:
@@ -433,7 +455,7 @@ def _packed_weights(body: Block, op: Operation, w: np.ndarray, bn: int, reads,
     c = body.append(make_constant(enclosing_module(op), packed, f"{name}.packed", op.loc))
     kt = body.append(TransposeOp.build(c.results[0], permutation=list(perm), loc=op.loc,
                                        result_names=[f"{name}.panels"]))
-    wt = op.operands[1].type
+    wt = op.operands[1].type.with_dtype(DType.from_numpy(w.dtype))  # (f32: an exact int one)
     return body.append(ReshapeOp.build(kt.results[0], loc=op.loc,
                                        result_types=[wt.with_shape([o_pad, c_in, kr, ks])],
                                        result_names=[f"{name}.w"])).results[0]

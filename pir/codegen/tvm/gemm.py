@@ -40,8 +40,10 @@ from tvm.s_tir import Schedule, ScheduleError
 
 from pir.codegen.tvm.bmm import batched_compute, why_not_batched
 from pir.codegen.tvm.fast_schedule import FastSchedule
+from pir.codegen.tvm.int_range import float32_exact
 from pir.codegen.tvm.lower import RULES, LoweredKernel, tvm_dtype
 from pir.codegen.tvm.target import CpuTarget
+from pir.codegen.tvm.weights import drop_if_dead, known_weights, narrowest
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
 from pir.ir.dialects.fusion import GroupOp, YieldOp
@@ -95,37 +97,51 @@ RULES["prim.dot_general"] = _dot_general
 # -- forming the groups ----------------------------------------------------------------------
 
 def _gemm_weights(op: Operation, cpu: CpuTarget) -> np.ndarray | Value | None:
-    """The right operand of a dot_general this module compiles: its [K, N] weights when it
-    is a constant (packed at codegen), the value itself when it is a computed [K, N] matrix
-    (packed by index arithmetic in the kernel: each panel row is BN contiguous floats), else
-    None."""
+    """The right operand of a dot_general this module compiles, as ``[K, N]`` weights: an
+    array when codegen knows it (a constant, or a value computed from constants only,
+    pir.codegen.tvm.weights; its free dims flattened into N), packed at codegen; the value
+    itself when it is a computed float32 ``[K, N]`` matrix (packed by index arithmetic in the
+    kernel: each panel row is BN contiguous floats); else None."""
     if op.name != "prim.dot_general" or op.lhs_batching_dimensions:
         return None
     lhs, rhs = op.operands
     lt, rt = lhs.type, rhs.type
     if not (isinstance(lt, TensorType) and isinstance(rt, TensorType) and lt.shape
-            and rt.shape is not None and len(rt.shape) == 2):
+            and rt.shape is not None and len(rt.shape) >= 2):
         return None
-    if lt.dtype != DType.F32 or rt.dtype != DType.F32:
+    if not _compiled_types(lt.dtype, rt.dtype, op.results[0].type.dtype):
         return None
     if list(op.lhs_contracting_dimensions) != [len(lt.shape) - 1] \
             or len(op.rhs_contracting_dimensions) != 1:
         return None
-    if not isinstance(getattr(rhs, "op", None), ConstantOp):
+    (rc,) = op.rhs_contracting_dimensions
+    w = known_weights(rhs)
+    if w is None:
         # a computed [K, N] or [N, K] matrix (the weights of a function that takes them as
         # inputs, as a derivative or a training step does).  A short K is taken too: the
         # product of a PINN's [N, 2] input with its first layer is then computed in the
         # kernel of its tanh epilogue, not written to memory by numpy and read back (the
         # residual went from 0.465-0.471 to 0.441-0.453 ms, bench/autodiff.py's network)
-        k, n = rt.shape if op.rhs_contracting_dimensions[0] == 0 else rt.shape[::-1]
+        if len(rt.shape) != 2 or rt.dtype != DType.F32:
+            return None
+        k, n = rt.shape if rc == 0 else rt.shape[::-1]
         ok = isinstance(k, int) and isinstance(n, int) and cpu.panel(n) is not None and k >= 2
         return rhs if ok else None
-    w = np.asarray(constant_value(rhs.op))
-    if op.rhs_contracting_dimensions[0] == 1:
-        w = w.T  # [N, K] weights (ONNX Gemm with transB)
-    if w.shape[1] < 16 or w.shape[0] < 16:
-        return None  # (an N that 16 does not divide is padded, at most doubled: _pack)
-    return w
+    w = np.moveaxis(w, rc, 0)  # [N, K] weights (ONNX Gemm with transB) become [K, N]
+    w = w.reshape(w.shape[0], -1)
+    if (w.shape[1] < 16 or w.shape[0] < 16) and w.dtype.kind == "f":
+        # (an N that 16 does not divide is padded, at most doubled: _pack).  An integer
+        # product has no BLAS to go to: numpy's integer matmul is a plain loop
+        return None
+    return w if w.size else None
+
+
+def _compiled_types(lhs: DType, rhs: DType, out: DType) -> bool:
+    """float32 products, and integer products that accumulate in int32 (a quantized
+    model's centred operands: MatMulInteger)."""
+    if lhs == rhs == out == DType.F32:
+        return True
+    return lhs.is_int and rhs.is_int and out == DType.I32
 
 
 #: From this many columns on, weights are padded to whole 32-wide panels, not 16.
@@ -248,28 +264,65 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None,
                 result_names=[f"{name}.wpack"])).results[0]
             packed_shape = (n // bn, k, bn)
         else:
-            packed = _pack(w, cpu)
+            packed = _pack(narrowest(w), cpu)
             packed_v = body.append(make_constant(enclosing_module(dot), packed,
                                                  f"{name}.packed", dot.loc)).results[0]
             packed_shape = packed.shape
-        d_t = TensorType(out_t.dtype, tuple(out_t.shape[:-1]) + packed_shape[::2])
+        if packed_v.type.dtype != compute:
+            # narrowed integer weights, widened as the GEMM loads them (the cast is inlined)
+            packed_v = _cast(body, packed_v, compute, f"{name}.widened", dot.loc)
+        lead = tuple(x.type.shape[:-1])  # the input's free dims; N follows them
+        rows = tuple(d for d in lead if d != 1) or lead[-1:]
+        if rows != lead:
+            # unit dims dropped: the tile's rows are then a sequence's steps, not the one
+            # batch row of a [T, 1, K] input (which read all the weights again at each step)
+            x_arg = body.append(ReshapeOp.build(
+                x_arg, result_types=[x.type.with_shape([*rows, x.type.shape[-1]])],
+                loc=dot.loc, result_names=[f"{name}.rows"])).results[0]
+            lead = rows
+        if x_arg.type.dtype != compute:
+            # (a stage of its own, ``*_xf``: converted once, not at every broadcast load)
+            x_arg = _cast(body, x_arg, compute, f"{name}.xf", dot.loc)
+        d_t = TensorType(compute, lead + packed_shape[::2])
         d = body.append(DotGeneralOp.build(
             x_arg, packed_v, result_types=[d_t], loc=dot.loc,
-            lhs_contracting_dimensions=[len(x.type.shape) - 1], rhs_contracting_dimensions=[1],
-            result_names=[f"{name}.tiles"]))
+            lhs_contracting_dimensions=[len(lead)], rhs_contracting_dimensions=[1],
+            result_names=[f"{name}.tiles"])).results[0]
         n_pad = packed_shape[0] * packed_shape[2]
-        if n_pad == out_t.shape[-1]:
-            return body.append(ReshapeOp.build(d.results[0], result_types=[out_t],
-                                               loc=dot.loc, result_names=[name])).results[0]
-        flat = body.append(ReshapeOp.build(
-            d.results[0], result_types=[out_t.with_shape([*out_t.shape[:-1], n_pad])],
-            loc=dot.loc, result_names=[f"{name}.pad"])).results[0]
-        return body.append(SliceOp.build(
-            flat, start_indices=[0], limit_indices=[out_t.shape[-1]],
-            axes=[len(out_t.shape) - 1], result_types=[out_t], loc=dot.loc,
-            result_names=[name])).results[0]
+        n = n_pad if computed else w.shape[1]
+        c_t = out_t.with_dtype(compute)
+        steps = []  # (op class, attributes, result type, name) from the tiles to the result
+        if n_pad != n:
+            steps += [(ReshapeOp, {}, c_t.with_shape([*lead, n_pad]), f"{name}.pad"),
+                      (SliceOp, {"start_indices": [0], "limit_indices": [n],
+                                 "axes": [len(lead)]}, c_t.with_shape([*lead, n]),
+                       f"{name}.cut")]
+        if not steps or steps[-1][2] != c_t:
+            # (several free dims of the weights: [2, K, 4H], both directions of an LSTM)
+            steps.append((ReshapeOp, {}, c_t, f"{name}.split"))
+        for i, (cls, attrs, t, step_name) in enumerate(steps):
+            last = i == len(steps) - 1 and compute == out_t.dtype
+            d = body.append(cls.build(d, result_types=[t], loc=dot.loc,
+                                      result_names=[name if last else step_name],
+                                      **attrs)).results[0]
+        if compute != out_t.dtype:
+            d = _cast(body, d, out_t.dtype, name, dot.loc)  # exact: float32_exact
+        return d
 
-    return form_group(dot, core, epi, MATMUL, inputs=[w] if computed else [])
+    compute = out_t.dtype
+    if not computed and out_t.dtype != DType.F32 and float32_exact(x, w):
+        compute = DType.F32
+    weights = getattr(dot.operands[1], "op", None)
+    group = form_group(dot, core, epi, MATMUL, inputs=[w] if computed else [])
+    if not computed:
+        drop_if_dead(weights)
+    return group
+
+
+def _cast(body: Block, v: Value, dtype: DType, name: str, loc) -> Value:
+    from pir.ir.dialects.prim.elementwise import CastOp
+
+    return body.append(CastOp.build(v, dtype=dtype, loc=loc, result_names=[name])).results[0]
 
 
 def form_group(anchor: Operation, core, epi: GroupOp | None, kind: str,
@@ -389,8 +442,8 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
             if nm.endswith(("_col", "_xpad")) and not _pure_load(sch, b):
                 col = b
                 continue
-            if nm.endswith("_wpack"):
-                continue  # computed weights, packed once per call before the GEMM
+            if nm.endswith(("_wpack", "_xf")):
+                continue  # computed weights packed, integer inputs converted, once a call
             try:
                 sch.compute_inline(b)
             except ScheduleError:
