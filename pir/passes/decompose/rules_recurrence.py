@@ -42,7 +42,8 @@ from pir.passes.decompose.rules_linalg import dot, shape
 #: The longest sequence unrolled: a step is about a dozen prim ops per direction.
 UNROLLED_STEPS = 16
 
-_DEFAULTS = {"nn.lstm": ("sigmoid", "tanh", "tanh"), "nn.gru": ("sigmoid", "tanh")}
+_DEFAULTS = {"nn.lstm": ("sigmoid", "tanh", "tanh"), "nn.gru": ("sigmoid", "tanh"),
+             "nn.dynamic_quantize_lstm_recurrence": ("sigmoid", "tanh", "tanh")}
 
 
 def _covered(op: Operation) -> None:

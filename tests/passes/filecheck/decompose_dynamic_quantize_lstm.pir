@@ -3,9 +3,10 @@
 // onnxruntime's DynamicQuantizeLSTM: the input projection of every step becomes prim ops
 // (X quantised by the range of its first max(sequence_lens) steps, one i32 dot_general with
 // the centred weights of every direction, the rescale by the f32 product of the scales);
-// the recurrence, which quantises H at every step, stays.
+// with sequence_lens the recurrence, which masks each step per batch entry, stays (without,
+// it is a scan of prim steps: decompose_dynamic_quantize_lstm_scan.pir).
 
-// EXPLAIN:      decompose: nn.dynamic_quantize_lstm_recurrence stays: a recurrence over the sequence (H is quantised by its range at every step) needs a loop, which prim does not have
+// EXPLAIN:      decompose: nn.dynamic_quantize_lstm_recurrence stays: sequence_lens masks each step per batch entry: not written in prim ops
 // EXPLAIN-NOT:  stays
 
 // CHECK:      %[[STEPS:.*]] = prim.reduce_max(%lens) {axes = [0], keepdims = false}
