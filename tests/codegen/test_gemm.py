@@ -5,6 +5,8 @@ tails included, with and without an epilogue, for [K, N] and [N, K] (transB) wei
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -284,6 +286,23 @@ def test_depthwise_conv_kernel_matches_reference(c, mult, k, stride, pad, hw, re
     (kernel,) = _kernels(module, "dwconv")
     assert "T.parallel(" in kernel.source and "T.vectorized(" in kernel.source
     x = np.random.default_rng(5).standard_normal((2, c, hw, hw)).astype(np.float32)
+    _matches_reference(module, before, x)
+
+
+@pytest.mark.parametrize("k,pad,hw,relu", [(3, 1, 28, True), (5, 2, 29, False), (3, 0, 40, True)])
+def test_a_stride_2_depthwise_conv_reads_phased_columns_in_whole_vectors(k, pad, hw, relu):
+    """Stride 2: the padded input's columns dealt into two phases (a 5-d ``*_xpad``), so each
+    tap reads a contiguous run; rows that 16 does not divide computed as whole vectors."""
+    module, before, _ = _compile(_conv_model(8, 8, k, 2, pad, hw, group=8, relu=relu))
+    (kernel,) = _kernels(module, "dwconv")
+    xpad = [line for line in kernel.source.splitlines()
+            if "_xpad = T.sblock_alloc_buffer" in line]
+    assert xpad and xpad[0].count(",") == 4, xpad  # [N, C, Hp, 2, ceil(Wp / 2)]
+    lines = kernel.source.splitlines()
+    update = next(i for i, line in enumerate(lines) if '_dw_update")' in line)
+    vector = re.search(r"T\.vectorized\((\d+)\)", lines[update - 1])
+    assert vector and int(vector.group(1)) % 16 == 0, lines[update - 1]  # whole vectors
+    x = np.random.default_rng(6).standard_normal((2, 8, hw, hw)).astype(np.float32)
     _matches_reference(module, before, x)
 
 

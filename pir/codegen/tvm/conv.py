@@ -197,15 +197,16 @@ def _conv_blocked(op, xb: Value, w, n, ctx, name):
     return te.compute((n, o, ho, wo), lambda b, oc, y, xx: gemm[b, y * wo + xx, oc], name=name)
 
 
-def padded_input(op, x, n, name: str, blocked: bool = False):
+def padded_input(op, x, n, name: str, blocked: bool = False, extra: int = 0):
     """``x`` (``[N, C, H, W]``, or ``[N, C/16, H, W, 16]`` when ``blocked``) zero-padded by
-    the convolution's padding, as a compute named ``*_xpad`` (the schedules find it by that
-    name); ``x`` itself without padding."""
+    the convolution's padding (and ``extra`` more zero columns on the right), as a compute
+    named ``*_xpad`` (the schedules find it by that name); ``x`` itself without padding."""
     _, c, h, wd = op.operands[0].type.shape
     halo = conv_halo(op)
-    if halo is None:
+    if halo is None and not extra:
         return x
-    ph, pw, qh, qw = halo
+    ph, pw, qh, qw = halo or (0, 0, 0, 0)
+    qw += extra
     dtype = tvm_dtype(op.results[0].type.dtype)
 
     def pad(b, ci, iy, ix, *lane):
