@@ -100,6 +100,24 @@ def test_conv_transpose(name, x_shape, w_shape, attrs):
     assert conv.lhs_dilation == tuple(attrs.get("strides", [1] * (len(x_shape) - 2)))
 
 
+@pytest.mark.parametrize("x_shape,w_shape,strides", [
+    ((2, 16, 5, 7), (16, 8, 2, 2), [2, 2]),   # a detector's 2x upsampling
+    ((1, 4, 3, 6), (4, 1, 3, 2), [3, 2]),     # one output channel, unequal taps
+])
+def test_conv_transpose_by_its_stride_is_a_1x1_conv_then_depth_to_space(
+        x_shape, w_shape, strides):
+    """kernel == stride, no pads: each output takes one tap, so the dilated form's other
+    taps (all zeros) are not computed: a 1x1 conv of O * s * t channels and a reshape."""
+    feeds = {"x": normal(*x_shape), "w": normal(*w_shape, seed=1),
+             "b": normal(w_shape[1], seed=2)}
+    out = decomposed("ConvTranspose", feeds, shapes={"x": ["N", x_shape[1], "H", "W"]},
+                     strides=strides)
+    (conv,) = [op for fn in out.funcs for op in fn.walk() if op.name == "prim.conv"]
+    assert not any(d != 1 for d in conv.lhs_dilation or ())  # no zeros between pixels
+    assert conv.operands[1].type.shape == (w_shape[1] * strides[0] * strides[1], w_shape[0],
+                                           1, 1)
+
+
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_conv_integer(per_channel):
     feeds = {"x": ints(2, 3, 6, 6), "w": ints(4, 3, 3, 3, seed=1),

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from pir.ir import dimexpr as de
 from pir.ir.core import Operation, Value
 from pir.ir.dialects.nn.conv import Window
 from pir.ir.typerules import tensor
@@ -92,6 +93,8 @@ def conv_transpose(b: PrimBuilder, op: Operation) -> list[Value]:
         raise Keep(f"auto_pad {op.auto_pad} or output_shape needs static spatial dims")
     c, mg, ks = sw[0], sw[1], sw[2:]
     spatial = list(range(2, 2 + nsp))
+    if g == 1 and _sub_pixel(win, op.output_padding, ks):
+        return [_add_bias(b, _sub_pixel_conv(b, op.x, op.w, sx, ks), op.b)]
     if g == 1:
         w = transpose(b, op.w, [1, 0, *spatial])
     else:
@@ -105,6 +108,30 @@ def conv_transpose(b: PrimBuilder, op: Operation) -> list[Value]:
     y = b.op("conv", op.x, w, padding_low=tuple(low), padding_high=tuple(high),
              lhs_dilation=win.strides, rhs_dilation=win.dilations, feature_group_count=g)
     return [_add_bias(b, y, op.b)]
+
+
+def _sub_pixel(win: Window, output_padding, ks) -> bool:
+    """Whether the transposed conv's kernel is its stride (2 x 2 with stride 2, a detector's
+    upsampling), undilated and uncropped: each output position then takes one tap."""
+    return (tuple(win.strides) == tuple(ks) and all(d == 1 for d in win.dilations)
+            and all(p == 0 for p in (*win.pads_begin, *win.pads_end))
+            and not any(output_padding or ()) and len(ks) == 2 and max(ks) > 1)
+
+
+def _sub_pixel_conv(b: PrimBuilder, x: Value, w: Value, sx, ks) -> Value:
+    """y[n, o, s*i + p, t*j + q] = sum_c x[n, c, i, j] w[c, o, p, q]: a 1x1 conv with the
+    kernel's taps as ``O * s * t`` output channels, then each tap's channels moved to its
+    place (depth to space).  The dilated form computes s * t taps per output of which all
+    but one read the zeros between the input's pixels."""
+    n, _, h, wd = sx
+    c, o = shape(b, w)[:2]
+    s, t = ks
+    taps = b.reshape(transpose(b, w, [1, 2, 3, 0]), (o * s * t, c, 1, 1))  # [O s t, C, 1, 1]
+    z = b.op("conv", x, taps, window_strides=(1, 1), padding_low=(0, 0), padding_high=(0, 0),
+             rhs_dilation=(1, 1), feature_group_count=1)
+    z = b.reshape(z, (n, o, s, t, h, wd))
+    z = transpose(b, z, [0, 1, 4, 2, 5, 3])  # [N, O, H, s, W, t]
+    return b.reshape(z, (n, o, de.mul(h, s), de.mul(wd, t)))
 
 
 # -- integer convolutions ---------------------------------------------------------------------
