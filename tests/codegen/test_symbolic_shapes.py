@@ -145,8 +145,41 @@ def test_an_odd_channel_count_is_padded_to_whole_tiles_and_sliced(rank, o):
     (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
     (cut,) = [op for op in kernel.body.block.ops if op.name == "prim.slice"]
     assert cut.operands[0].type.shape[1] == -(-o // 16) * 16 and cut.results[0].type.shape[1] == o
-    assert "T.unroll(16)" in kernel.source  # sixteen channels a tile
+    if rank == 1:  # 16 channels a vector (pir.codegen.tvm.lanes)
+        assert "_lanes" in kernel.source and "T.vectorized(16)" in kernel.source
+    else:
+        assert "T.unroll(16)" in kernel.source  # sixteen channels a tile
     _runs_like_ort(model, module, [{"x": s} for s in sizes])
+
+
+@pytest.mark.parametrize("o,k,stride,dil", [(32, 3, 1, 1), (128, 3, 2, 1), (64, 5, 1, 2),
+                                            (16, 1, 1, 1)])
+def test_a_1d_conv_over_a_short_run_time_length_puts_channels_in_the_lanes(o, k, stride, dil):
+    """Whole vectors of 16 output channels by 4 positions: a streaming model's 1, 4 or 37
+    frames compute no padded positions beyond the last tile of 4."""
+    nodes = [oh.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[k], pads=[1, 1],
+                          strides=[stride], dilations=[dil]),
+             oh.make_node("Relu", ["c"], ["y"])]
+    model = graph_model(nodes, {"x": ["N", 24, "L"]}, ["y"],
+                        {"w": _weights(o, 24, k), "b": _weights(o, seed=1)})
+    module, _ = _compile(model)
+    _in_kernels(module, "prim.conv", "conv")
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    assert "_lanes = T.sblock_alloc_buffer" in kernel.source
+    length = (dil * (k - 1) + 1) - 2  # the shortest input with one output position
+    _runs_like_ort(model, module, [{"x": (1, 24, max(length, 1))}, {"x": (1, 24, 7)},
+                                   {"x": (2, 24, 74)}])
+
+
+def test_1d_convs_the_lanes_do_not_fit_keep_positions_in_the_lanes():
+    """12 channels (16 does not divide them, too few to pad) and a grouped conv."""
+    for o, group in [(12, 1), (32, 2)]:
+        nodes = [oh.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3], group=group)]
+        model = graph_model(nodes, {"x": ["N", 8, "L"]}, ["y"], {"w": _weights(o, 8 // group, 3)})
+        module, _ = _compile(model)
+        (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+        assert "_lanes" not in kernel.source and "_gemm" in kernel.source
+        _runs_like_ort(model, module, [{"x": (1, 8, 9)}, {"x": (2, 8, 40)}])
 
 
 @pytest.mark.parametrize("c,o,group", [(8, 16, 2), (8, 8, 8), (6, 12, 3)])

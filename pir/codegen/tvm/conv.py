@@ -44,6 +44,7 @@ from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _cast, _epilogue, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
 from pir.codegen.tvm.int_range import float32_exact
+from pir.codegen.tvm.lanes import CHANNELS, lanes_apply
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
@@ -384,12 +385,16 @@ def _form_direct(op: Operation, w: np.ndarray | Value, cpu: CpuTarget) -> GroupO
                     result_types=[wt.with_shape([*wt.shape[:2], 1, wt.shape[2]])])).results[0]
         else:
             w4 = w[:, :, None, :] if flat else w
-            if compute != w4.dtype:
+            if compute.numpy != w4.dtype:
                 w4 = w4.astype(compute.numpy)
             o_pad = padded_channels(o) if op.feature_group_count == 1 else o
             if o_pad != o:  # zero weights for the extra channels (sliced off below)
                 w4 = np.concatenate([w4, np.zeros((o_pad - o, *w4.shape[1:]), w4.dtype)])
-            kt = _packed_weights(body, op, w4, tile_rows(o_pad, cpu, is_flat(op)), (), name)
+            # (a 1-d one with channels in the lanes reads vectors of 16 channels of a tap)
+            lanes = flat and lanes_apply(o_pad, op.feature_group_count,
+                                         op.window(1)["lhs_dilation"], compute)
+            kt = _packed_weights(body, op, w4, CHANNELS if lanes else
+                                 tile_rows(o_pad, cpu, is_flat(op)), (), name)
         if x_arg.type.dtype != compute:
             x_arg = _cast(body, x_arg, compute, f"{name}.xf", op.loc)
         last = "" if compute == out.dtype else ".f"  # (then cast back, exactly)

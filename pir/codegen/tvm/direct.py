@@ -43,8 +43,10 @@ linear), so this form is scheduled without TVM's prerequisite checks (it covers 
 construction: ``extra`` rows of zeros past the input).
 
 A transposed convolution (ConvTranspose, input dilation ``d``) computes on the dilated
-input, ``d x d`` times the products it needs (its zeros are multiplied): simple, and
-compiled, but not the sub-pixel form a library would use.
+input, ``d x d`` times the products it needs (its zeros are multiplied); decompose writes
+the common one whose kernel is its stride as a 1x1 conv and a depth-to-space instead.
+A 1-d convolution whose channels fit whole vectors puts them in the lanes instead of its
+positions (pir.codegen.tvm.lanes): a streaming model's few frames a call.
 """
 
 from __future__ import annotations
@@ -191,7 +193,12 @@ def _reductions(op, name: str):
 
 
 def direct_compute(op, x, w, ctx, name):
-    """The copy, the GEMM and the result of the module docstring, for a 2-d ``op``."""
+    """The copy, the GEMM and the result of the module docstring, for a 2-d ``op`` (a 1-d
+    one whose channels fit whole vectors: pir.codegen.tvm.lanes)."""
+    from pir.codegen.tvm.lanes import lanes_compute, takes_lanes
+
+    if takes_lanes(op):
+        return lanes_compute(op, x, w, ctx, name)
     if is_flat(op):
         return _flat_compute(op, x, w, ctx, name)
     (n, c, h, wd), (o, cg, kr, ks), (ho, wo), win, dtype = _sizes(op, ctx)
@@ -263,6 +270,11 @@ def schedule_direct(kernel: LoweredKernel) -> tvm.IRModule | None:
     uses the generic one).  A 1-d convolution (one output row per batch element) runs its
     runs of positions in parallel, fused with the batch when TVM can size the result, else
     alone."""
+    from pir.codegen.tvm.lanes import is_lanes_kernel, schedule_lanes
+
+    if is_lanes_kernel(kernel):
+        mod = schedule_lanes(kernel)
+        return mod if mod is not None and compacts(mod) else None
     if _is_flat_kernel(kernel):
         found = gemm_schedule(kernel, "xpad", check=False)
         mod = _schedule_flat(*found, kernel.cpu) if found is not None else None
