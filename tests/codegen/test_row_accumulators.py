@@ -163,3 +163,21 @@ def test_counting_ops_walks_a_chain_deeper_than_the_recursion_limit():
     for i in range(sys.getrecursionlimit() + 500):
         e = e * tirx.const(1.001, "float32") + x if i % 2 else e + x
     assert _count_ops(e, set()) == (sys.getrecursionlimit() + 500) * 3 // 2
+
+
+@pytest.mark.parametrize("d", [6906, 1000, 100])
+def test_a_row_max_the_vectors_do_not_divide_is_vectors_then_the_rest(d):
+    """A softmax over 6906 classes: its max over the first 6896 columns in vector lanes (an
+    rfactor needs whole vectors) and over the last 10 scalar, combined; NaN still reaches
+    the max from either part."""
+    module, kernel = _kernel("softmax", 3, d)
+    tir = kernel.mod.script()
+    lanes = re.search(r"_1_vectors_rf = T\.sblock_alloc_buffer\(\((\d+),", tir)
+    assert lanes and int(lanes.group(1)) % 16 == 0, tir  # the max's partials: whole vectors
+    assert f"T.axis.reduce({d % 16}," in tir  # the rest: d % 16 columns
+    x = np.random.default_rng(1).standard_normal((3, d)).astype(np.float32) * 3
+    _matches_reference(module, kernel, x)
+    x[1, -1] = np.nan  # in the rest
+    x[2, 0] = np.nan  # in the vectors
+    (got,) = kernel(x)
+    assert np.isnan(got[1]).all() and np.isnan(got[2]).all() and not np.isnan(got[0]).any()

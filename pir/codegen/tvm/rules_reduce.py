@@ -70,6 +70,10 @@ _REDUCERS = {"prim.reduce_sum": te.sum, "prim.reduce_max": te.max, "prim.reduce_
              "prim.reduce_prod": None}
 _FLOAT_REDUCERS = {"prim.reduce_max": _NAN_MAX, "prim.reduce_min": _NAN_MIN}
 
+#: The two-value combination of each order-independent reducer (see _vector_and_rest).
+_COMBINERS = {_NAN_MAX: _nan_max, _NAN_MIN: _nan_min, _SHIFT_MAX: _plain_max,
+              te.max: tirx.max, te.min: tirx.min}
+
 
 def _identity(op_name: str, dtype: str):
     """The value of a reduction over nothing (the reference runtime's)."""
@@ -128,13 +132,43 @@ def _reduce(op, ins, ctx, name):
         return reducer(value.astype(acc) if acc else value, axis=[raxes[a] for a in axes])
 
     if acc is None:
-        return te.compute(out_shape, index, name=name)
+        split = _vector_and_rest(op, x, xs, axes, keep, out_shape, reducer, ctx, name)
+        return split if split is not None else te.compute(out_shape, index, name=name)
     wide = te.compute(out_shape, index, name=f"{name}_{acc}")
     return te.compute(out_shape, lambda *i: wide(*i).astype(dtype), name=name)
 
 
 for _n in _REDUCERS:
     RULES[_n] = _reduce
+
+
+def _vector_and_rest(op, x, xs, axes, keep, out_shape, reducer, ctx, name):
+    """A max or min over one static axis that the vector width does not divide (a softmax
+    over 6906 classes) as two reductions and their combination: the first ``n - n % lanes``
+    elements, which the schedule reduces in vector lanes (its rfactor needs whole vectors),
+    and the rest, scalar.  Max and min are exact in any order.  None for other reductions
+    (they stay one compute)."""
+    combine = _COMBINERS.get(reducer)
+    lanes = ctx.cpu.lanes if ctx.cpu is not None else 16
+    if combine is None or len(axes) != 1 or not isinstance(xs[axes[0]], int):
+        return None
+    (axis,) = axes
+    n = xs[axis]
+    rest = n % lanes
+    if n <= lanes or rest == 0:
+        return None
+
+    def part(start, extent, suffix):
+        k = te.reduce_axis((0, extent), name=f"{name}_{suffix}")
+
+        def index(*i):
+            src = list(i[:axis]) + [k.var + start] + list(i[axis + (1 if keep else 0):])
+            return reducer(x(*src), axis=[k])
+
+        return te.compute(out_shape, index, name=f"{name}_{suffix}")
+
+    main, tail = part(0, n - rest, "vectors"), part(n - rest, rest, "rest")
+    return te.compute(out_shape, lambda *i: combine(main(*i), tail(*i)), name=name)
 
 
 def _nan_reaches_outputs_anyway(op) -> bool:

@@ -425,8 +425,11 @@ class _Scheduler:
             self.vectorize_inner(block, skip=0)
 
     def vectorize_inner(self, block, skip: int) -> None:
-        """Vectorise the innermost loop when its extent is static and a multiple of the
-        vector width (a remainder would need a predicated or peeled tail)."""
+        """Vectorise the innermost loop when its extent is static: in vectors of the target's
+        width, the last one of a remainder in a loop of its own (TVM's LoopPartition splits
+        it off, see direct.split_off_last: a predicated vector is written a lane at a time).
+        A softmax over 6906 classes (an OCR recogniser's head) computed its exponentials
+        one float at a time while only multiples of the width were vectorised."""
         sch = self.sch
         loops = sch.get_loops(block)[skip:]
         if not loops:
@@ -439,7 +442,13 @@ class _Scheduler:
         n = extent.value
         if n % lanes == 0 and n > lanes:
             self._try(lambda: sch.vectorize(sch.split(inner, [None, lanes])[1]))
-        elif n <= lanes and n > 1:
+        elif n > lanes:
+            def tail() -> None:
+                outer, vector = sch.split(inner, [None, lanes])
+                sch.annotate(outer, "pragma_loop_partition_hint", 1)
+                sch.vectorize(vector)
+            self._try(tail)
+        elif n > 1:
             self._try(lambda: sch.vectorize(inner))
 
     def vectorize_reduction(self, block, skip: int) -> None:
