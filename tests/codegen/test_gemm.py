@@ -264,7 +264,7 @@ def test_column_panels_run_in_chunks_that_stay_in_l2():
     # 1024 positions in 32 panels of 32, K = 64: a panel's slice of the input is 8 KB, so
     # row tiles (channels) pass over 8 panels (64 KB) before the next chunk, and 4 chunks
     # are left to run in parallel; each output row is written 8 panels wide at a time
-    from pir.codegen.tvm.gemm import CHUNK_BYTES
+    from pir.codegen.tvm.gemm_schedule import CHUNK_BYTES
     assert 8 * 64 * 32 * 4 <= CHUNK_BYTES
     module, before, report = _compile(_conv_model(64, 32, 1, 1, 0, 32, relu=True))
     (kernel,) = _kernels(module, "conv")

@@ -14,7 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 pytest.importorskip("tvm")
 
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
-from pir.codegen.tvm.int_range import float32_exact, int_range  # noqa: E402
+from pir.codegen.tvm.int_range import float32_exact, value_range  # noqa: E402
 from pir.frontends.onnx.importer import import_model  # noqa: E402
 from pir.ir.dialects.kernel import TvmKernelOp  # noqa: E402
 from pir.ir.parser import parse_module  # noqa: E402
@@ -167,9 +167,9 @@ def test_value_ranges_follow_casts_centring_and_a_quantizers_clamp():
 }"""
     module = parse_module(text)
     centred, q, i = module.funcs[0].entry.terminator.operands
-    assert int_range(centred) == (-255, 255)
-    assert int_range(q) == (0, 255)
-    assert int_range(i) == (-(1 << 31), (1 << 31) - 1)  # an input: its type's range
+    assert value_range(centred) == (-255, 255)
+    assert value_range(q) == (0, 255)
+    assert value_range(i) == (-(1 << 31), (1 << 31) - 1)  # an input: its type's range
     w = np.full((64, 3), 1000, np.int32)  # 255 * 64 * 1000 = 16.3M: just below 2**24
     assert float32_exact(centred, w)
     assert not float32_exact(centred, w + 30)  # 255 * 64 * 1030 = 16.8M: past it

@@ -1,5 +1,5 @@
 """A matmul by constant weights whose row count is symbolic also gets a kernel of one-row
-tiles (pir.codegen.tvm.gemm.ROWS1), which a planned run takes when the rows are fewer than
+tiles (pir.codegen.tvm.gemm_schedule.ROWS1), which a planned run takes when the rows are fewer than
 the target's small_rows (a recurrent step's batch of one: a full tile would be 7 rows of
 padding in 8); a static row count below the tile is its own tile."""
 
@@ -14,7 +14,7 @@ import tvm  # noqa: E402
 
 from helpers import AVX2, AVX512  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402
-from pir.codegen.tvm.gemm import ROWS1  # noqa: E402
+from pir.codegen.tvm.gemm_schedule import ROWS1  # noqa: E402
 from pir.codegen.tvm.target import parse_target  # noqa: E402
 from pir.ir.dialects.kernel import TvmKernelOp  # noqa: E402
 from pir.ir.parser import parse_module  # noqa: E402

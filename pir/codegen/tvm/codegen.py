@@ -156,7 +156,8 @@ def _schedule(block: Block, symbol: str, kind: str | None, cpu: CpuTarget):
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
     from pir.codegen.tvm.direct import is_direct_block, schedule_direct
-    from pir.codegen.tvm.gemm import MATMUL, one_row_dim, schedule_matmul
+    from pir.codegen.tvm.gemm import MATMUL
+    from pir.codegen.tvm.gemm_schedule import one_row_dim, schedule_matmul
     from pir.codegen.tvm.halo import write_interior, yielded_halo
     from pir.codegen.tvm.lower import lower_block
     from pir.codegen.tvm.schedule import schedule_cpu
@@ -204,7 +205,7 @@ def _conv_function(block: Block, kernel):
     """The scheduled function of a conv group's kernel: Winograd's three stages
     (pir.codegen.tvm.winograd) or the register-tiled GEMM; None when neither fits."""
     from pir.codegen.tvm.batch_private import drop_batch_dims
-    from pir.codegen.tvm.gemm import schedule_matmul
+    from pir.codegen.tvm.gemm_schedule import schedule_matmul
     from pir.codegen.tvm.nchwc import BLOCK
     from pir.codegen.tvm.winograd import schedule_winograd, winograd_source
 
@@ -216,12 +217,12 @@ def _conv_function(block: Block, kernel):
 
 
 def _one_row(kernel):
-    """The one-row variant of a matmul kernel (pir.codegen.tvm.gemm.one_row_dim): its name
+    """The one-row variant of a matmul kernel (pir.codegen.tvm.gemm_schedule.one_row_dim): its name
     and scheduled function, or None when the schedule does not fit."""
     import dataclasses
 
     from pir.codegen.tvm.batch_private import drop_batch_dims
-    from pir.codegen.tvm.gemm import ROWS1, schedule_matmul
+    from pir.codegen.tvm.gemm_schedule import ROWS1, schedule_matmul
 
     name = kernel.name + ROWS1
     variant = dataclasses.replace(kernel, name=name,

@@ -14,7 +14,7 @@ The lowering computes the convolution as a GEMM over the output positions ``P = 
 the input is zero-padded once into a buffer (when the convolution pads), ``col[n, c, r, s, y,
 x]`` is the window as plain loads from it (inlined into the GEMM: no im2col copy), and
 ``gemm[n, p, o] = sum over c, r, s of col[n, c, r, s, p] * w[o, c, r, s]``, which the matmul
-schedule (:func:`pir.codegen.tvm.gemm.schedule_matmul`) tiles: a few output positions (rows)
+schedule (pir.codegen.tvm.gemm_schedule.schedule_matmul) tiles: a few output positions (rows)
 by a panel of output channels (two vectors of the target CPU, 32 with AVX-512, loaded from
 a panel of the packed weights, each panel one contiguous ``C x R x S x 32`` slab),
 accumulated in registers, the epilogue applied as the tile is written to ``[N, O, H', W']``.
@@ -43,14 +43,14 @@ from pir.codegen.tvm.direct import (direct_compute, is_flat, padded_channels, ti
 from pir.codegen.tvm.epilogue_split import split_elementwise_front
 from pir.codegen.tvm.gemm import _cast, _epilogue, form_group, padded_width
 from pir.codegen.tvm.halo import conv_halo, halo_source
-from pir.codegen.tvm.int_range import float32_exact
+from pir.codegen.tvm.int_range import exact_dtype
 from pir.codegen.tvm.lanes import CHANNELS, lanes_apply
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.nchwc import (BLOCK, BLOCKED_PANEL_PERM, block_outputs, blocked_source,
                                    pack_weights, plan_blocked, yields_blocked)
 from pir.codegen.tvm.nchwc_region import block_region, keeps_channels
 from pir.codegen.tvm.target import CpuTarget
-from pir.codegen.tvm.weights import drop_if_dead, known_weights
+from pir.codegen.tvm.weights import known_weights
 from pir.codegen.tvm.winograd import append_weights, winograd_conv, winograd_source
 from pir.codegen.tvm.winograd import applies as winograd_applies
 from pir.errors import PirError
@@ -419,15 +419,9 @@ def _form_direct(op: Operation, w: np.ndarray | Value, cpu: CpuTarget) -> GroupO
 
     # an integer convolution by known weights is computed in float32 where that is exact
     # (pir.codegen.tvm.int_range): the float FMA is 2-3x the int32 multiply
-    compute = op.results[0].type.dtype
-    if not computed and compute.is_int and float32_exact(
-            op.operands[0], w.reshape(w.shape[0], -1).T):
-        compute = DType.F32
-    weights = getattr(op.operands[1], "op", None)
-    group = form_group(op, core, _epilogue(op), CONV, inputs=[w] if computed else [])
-    if not computed:
-        drop_if_dead(weights)
-    return group
+    compute = op.results[0].type.dtype if computed else exact_dtype(
+        op.operands[0], w.reshape(w.shape[0], -1).T, op.results[0].type.dtype)
+    return form_group(op, core, _epilogue(op), CONV, inputs=[w] if computed else [])
 
 
 def why_not_compiled(op: Operation) -> str:

@@ -292,20 +292,21 @@ def _is_flat_kernel(kernel: LoweredKernel) -> bool:
                for b in kernel.func.body.block.alloc_buffers)
 
 
-def gemm_schedule(kernel: LoweredKernel, keep: str, check: bool = True):
-    """A schedule of ``kernel`` with every block inlined but its one ``<prefix>_gemm``, its
-    outputs and ``<prefix>_<keep>`` (the padded input, the packed panels): (schedule, the
-    gemm block, the kept block or None); None when the kernel has not one gemm.  With
-    ``check`` off, TVM's schedule skips its prerequisite checks (see _schedule_flat)."""
+def gemm_schedule(kernel: LoweredKernel, keep: str, check: bool = True,
+                  product: str = "gemm"):
+    """A schedule of ``kernel`` with every block inlined but its one ``<prefix>_<product>``,
+    its outputs and ``<prefix>_<keep>`` (the padded input, the packed panels): (schedule,
+    the product block, the kept block or None); None when the kernel has not one product.
+    With ``check`` off, TVM's schedule skips its prerequisite checks (see _schedule_flat)."""
     sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}), enable_check=check)
     sch.work_on(kernel.name)
     blocks = sch.get_child_blocks(sch.get_sblock("root"))
     names = [sch.get(b).name_hint for b in blocks]
-    gemms = [b for b, nm in zip(blocks, names) if nm.endswith("_gemm")]
+    gemms = [b for b, nm in zip(blocks, names) if nm.endswith(f"_{product}")]
     if len(gemms) != 1:
         return None
     (gemm,) = gemms
-    prefix = sch.get(gemm).name_hint[:-len("_gemm")]
+    prefix = sch.get(gemm).name_hint[:-len(product) - 1]
     outputs = {sch.get(b).name_hint for b in sch.get_output_blocks("root")}
     kept = None
     for b, nm in reversed(list(zip(blocks, names))):

@@ -24,7 +24,7 @@ from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.fusion import GroupOp
 from pir.ir.types import DType, TensorType
 
-__all__ = ["int_range", "float32_exact"]
+__all__ = ["value_range", "float32_exact", "exact_dtype"]
 
 #: A float32 holds every integer of magnitude up to this, and no sum of them is rounded
 #: while it stays at or below it.
@@ -50,7 +50,7 @@ def _dtype_range(dtype: DType) -> tuple[float, float] | None:
     return int(info.min), int(info.max)
 
 
-def int_range(value: Value, depth: int = 16) -> tuple[float, float] | None:
+def value_range(value: Value, depth: int = 16) -> tuple[float, float] | None:
     """Bounds ``[lo, hi]`` of a number tensor's elements, from the ops that compute it (a
     few elementwise ops, moves, casts, constants, through fusion groups), else its type's
     range (floats: unbounded); None for a value that is not a number tensor.  A
@@ -64,7 +64,7 @@ def int_range(value: Value, depth: int = 16) -> tuple[float, float] | None:
     op = getattr(value, "op", None)
     if op is None or depth == 0:
         arg = _group_operand(value)
-        return int_range(arg, depth - 1) or fallback if arg is not None and depth else fallback
+        return value_range(arg, depth - 1) or fallback if arg is not None and depth else fallback
     if isinstance(op, ConstantOp):
         a = np.asarray(constant_value(op))
         if not a.size or a.dtype.kind not in "iuf" or not np.isfinite(a).all():
@@ -72,8 +72,8 @@ def int_range(value: Value, depth: int = 16) -> tuple[float, float] | None:
         return (a.min().item(), a.max().item())
     if isinstance(op, GroupOp):
         inner = op.body.block.terminator.operands[op.results.index(value)]
-        return int_range(inner, depth - 1) or fallback
-    ins = [int_range(v, depth - 1) for v in op.operands]
+        return value_range(inner, depth - 1) or fallback
+    ins = [value_range(v, depth - 1) for v in op.operands]
     out = _result_range(op.name, ins)
     if out is None:
         return fallback
@@ -123,10 +123,16 @@ def _group_operand(value: Value) -> Value | None:
     return group.operands[value.index]
 
 
+def exact_dtype(lhs: Value, w: np.ndarray, out: DType) -> DType:
+    """The type a product of ``lhs`` by the known weights ``w`` ([K, N]) computes in:
+    float32 for an integer one whose sums float32 holds exactly, else its result's type."""
+    return DType.F32 if out.is_int and float32_exact(lhs, w) else out
+
+
 def float32_exact(lhs: Value, w: np.ndarray) -> bool:
     """Whether every partial sum of ``lhs [..., K] x w [K, N]`` (integers) is exact in
     float32."""
-    r = int_range(lhs)
+    r = value_range(lhs)
     if r is None or not all(map(math.isfinite, r)) or w.dtype.kind not in "iu" or not w.size:
         return False
     column = np.abs(w.astype(np.int64)).sum(axis=0).max()

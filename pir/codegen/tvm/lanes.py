@@ -24,7 +24,7 @@ import tvm
 from tvm import te, tirx
 from tvm.s_tir import ScheduleError
 
-from pir.codegen.tvm.fast_schedule import FastSchedule
+from pir.codegen.tvm.direct import _schedule_copy, gemm_schedule, output_names
 from pir.codegen.tvm.lower import LoweredKernel
 from pir.ir.core import Operation
 from pir.ir.types import DType
@@ -89,22 +89,10 @@ def schedule_lanes(kernel: LoweredKernel) -> tvm.IRModule | None:
     """Tiles of a few channel vectors by POSITIONS positions in registers, runs of
     positions in parallel; the copy per (batch, channel) plane; the result and its
     epilogue a pass over (batch x channel) rows.  None when a step fails."""
-    sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
-    sch.work_on(kernel.name)
-    blocks = sch.get_child_blocks(sch.get_sblock("root"))
-    names = [sch.get(b).name_hint for b in blocks]
-    outputs = {sch.get(b).name_hint for b in sch.get_output_blocks("root")}
-    acc = next((b for b, nm in zip(blocks, names) if nm.endswith("_lanes")), None)
-    xpad = next((b for b, nm in zip(blocks, names) if nm.endswith("_xpad")), None)
-    if acc is None:
+    found = gemm_schedule(kernel, "xpad", product="lanes")
+    if found is None:
         return None
-    for b, nm in reversed(list(zip(blocks, names))):
-        if nm in outputs or b.same_as(acc) or (xpad is not None and b.same_as(xpad)):
-            continue
-        try:
-            sch.compute_inline(b)
-        except ScheduleError:
-            pass
+    sch, acc, xpad = found
     regs = kernel.cpu.direct_tile_floats // kernel.cpu.lanes  # vector accumulators
     try:
         n, ot, p, oi, c, s = sch.get_loops(acc)
@@ -127,13 +115,9 @@ def schedule_lanes(kernel: LoweredKernel) -> tvm.IRModule | None:
     except (ScheduleError, StopIteration, TypeError, ValueError):
         return None
     if xpad is not None:
-        try:
-            b, ci, _ = sch.get_loops(xpad)
-            sch.parallel(sch.fuse(b, ci))
-        except ScheduleError:
-            pass
+        _schedule_copy(sch, xpad)
     for b in sch.get_child_blocks(sch.get_sblock("root")):
-        if sch.get(b).name_hint in outputs:
+        if sch.get(b).name_hint in output_names(sch):
             try:
                 loops = sch.get_loops(b)
                 sch.parallel(sch.fuse(*loops[:2]))

@@ -36,6 +36,7 @@ from tvm import tirx
 from tvm.s_tir import Schedule, ScheduleError
 from tvm.sym import Analyzer
 
+from pir.codegen.tvm.direct import split_off_last
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm import long_sums
 from pir.codegen.tvm.inplace import reuse_output
@@ -426,8 +427,8 @@ class _Scheduler:
 
     def vectorize_inner(self, block, skip: int) -> None:
         """Vectorise the innermost loop when its extent is static: in vectors of the target's
-        width, the last one of a remainder in a loop of its own (TVM's LoopPartition splits
-        it off, see direct.split_off_last: a predicated vector is written a lane at a time).
+        width, the last one of a remainder in a loop of its own (direct.split_off_last: a
+        predicated vector is written a lane at a time).
         A softmax over 6906 classes (an OCR recogniser's head) computed its exponentials
         one float at a time while only multiples of the width were vectorised."""
         sch = self.sch
@@ -445,7 +446,7 @@ class _Scheduler:
         elif n > lanes:
             def tail() -> None:
                 outer, vector = sch.split(inner, [None, lanes])
-                sch.annotate(outer, "pragma_loop_partition_hint", 1)
+                split_off_last(sch, outer)
                 sch.vectorize(vector)
             self._try(tail)
         elif n > 1:

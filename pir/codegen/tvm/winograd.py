@@ -245,7 +245,7 @@ def schedule_winograd(kernel):
     :func:`winograd_conv`; None when the kernel does not have its shape (the caller then
     uses another schedule)."""
     from pir.codegen.tvm.fast_schedule import FastSchedule
-    from pir.codegen.tvm.gemm import _schedule_col
+    from pir.codegen.tvm.gemm_schedule import _schedule_col
 
     sch = FastSchedule(tvm.IRModule({kernel.name: kernel.func}))
     sch.work_on(kernel.name)

@@ -1,4 +1,5 @@
-"""nn.lstm and nn.gru as prim ops: unrolled over a short static sequence, else one nn.scan.
+"""nn.lstm, nn.gru and the quantised LSTM's recurrence as prim ops: unrolled over a short
+static sequence, else one nn.scan.
 
 A recurrence needs a loop, which prim does not have; but a streaming model runs its LSTM one
 step (or a few) at a time (Silero VAD: one step of a [1, batch, 128] state per 32 ms chunk),
@@ -22,9 +23,16 @@ The cells, with ONNX's gate order and default activations:
   tanh(x Wh + (r H) Rh + Rbh + Wbh), or with ``linear_before_reset`` tanh(x Wh + r (H Rh +
   Rbh) + Wbh); H = (1 - z) candidate + z H.
 
+onnxruntime's DynamicQuantizeLSTM (its input projection made by rules_recurrent, leaving
+nn.dynamic_quantize_lstm_recurrence) takes the same two forms; its step quantises H by its
+range, takes the centred i32 product with the constant R (centred once, before the steps)
+and adds the rescaled sums to the step's projection before the bias, in the reference
+rule's (onnxruntime's) order of additions.
+
 Covered: any direction and layout, optional bias and initial states, zero or absent
 peepholes, the default activations, no clip, no input_forget, and no sequence_lens (the
-lengths would mask each step per batch entry).  Anything else stays as it is.
+lengths would mask each step per batch entry; the quantised one would also quantise only
+the active entries together).  Anything else stays as it is.
 """
 
 from __future__ import annotations
@@ -35,9 +43,13 @@ import numpy as np
 
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.typerules import const_value, tensor
+from pir.ir.types import DType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
 from pir.passes.decompose.rules_linalg import dot, shape
+from pir.passes.decompose.rules_quantize import dynamic_quantize
+
+_I32, _F32 = DType.I32, DType.F32
 
 #: The longest sequence unrolled: a step is about a dozen prim ops per direction.
 UNROLLED_STEPS = 16
@@ -222,3 +234,63 @@ def recurrence(b: PrimBuilder, op: Operation) -> list[Value]:
         y = b.op("transpose", y, permutation=(2, 0, 1, 3))  # [batch, seq, dirs, h]
         outs = [b.op("transpose", s, permutation=(1, 0, 2)) for s in outs]
     return [y, *outs]
+
+
+# -- the quantised LSTM's recurrence (rules_recurrent makes its projection) ----------------
+
+class _QuantizedWeights:
+    """One direction's recurrent weights for the quantised cell: R centred by its zero point
+    ([h, 4h] i32), its scale ([] or [4h]) and the two biases summed ([4h] or None)."""
+
+    def __init__(self, b: PrimBuilder, op: Operation, d: int, h: int):
+        r = _row(b, op.r, d)
+        zp = b.cast(_row(b, op.r_zero_point, d), _I32)
+        self.rc = b.sub(b.cast(r, _I32), zp if tensor(zp).rank == 0
+                        else b.broadcast_to(zp, shape(b, r)))
+        self.scale, self.h = _row(b, op.r_scale, d), h
+        self.bias = None
+        if op.b is not None:
+            bias = _row(b, op.b, d)
+            self.bias = b.add(_part(b, bias, 0, 4 * h, 0), _part(b, bias, 1, 4 * h, 0))
+
+
+def _quantized_step(b: PrimBuilder, xt: Value, states: list, w: _QuantizedWeights) -> list:
+    """One step, as the reference rule (and onnxruntime) computes it: the gates are
+    ((x W) + (H R)) + (Wb + Rb), H R the rescaled i32 product of H quantised by its range."""
+    hid, cell = states
+    h = w.h
+    q, scale, zp = dynamic_quantize(b, hid)
+    acc = dot(b, b.sub(b.cast(q, _I32), b.cast(zp, _I32)), w.rc, ([1], [0]))  # [batch, 4h]
+    factor = b.mul(scale, w.scale)
+    hr = b.mul(b.cast(acc, _F32), factor if tensor(factor).rank == 0
+               else b.broadcast_to(factor, shape(b, acc)))
+    gates = b.add(xt, hr)
+    if w.bias is not None:
+        gates = b.add(gates, b.broadcast_to(w.bias, shape(b, gates)))
+    i, o, f = (b.op("logistic", _part(b, gates, k, h, 1)) for k in range(3))
+    cell = b.add(b.mul(f, cell), b.mul(i, b.op("tanh", _part(b, gates, 3, h, 1))))
+    return [b.mul(o, b.op("tanh", cell)), cell]
+
+
+@decomposes("nn.dynamic_quantize_lstm_recurrence")
+def dynamic_quantize_lstm_recurrence(b: PrimBuilder, op: Operation) -> list[Value]:
+    steps, batch, dirs, g = shape(b, op.xw, "the input projection of a quantised LSTM")
+    _covered(op)
+    h = shape(b, op.r)[1]
+    if not isinstance(h, int) or g != 4 * h:
+        raise Keep("the hidden size is not static")
+    zeros = b.broadcast_to(b.const(0, _F32), (batch, h))
+    recur = _unrolled if isinstance(steps, int) and steps <= UNROLLED_STEPS else _scanned
+    ys, finals = [], []
+    for d in range(dirs):
+        part = b.op("slice", op.xw, start_indices=(d,), limit_indices=(d + 1,), axes=(2,))
+        xw = b.reshape(part, (steps, batch, g))
+        states = [_as_batch(b, _row(b, v, d), batch) if v is not None else zeros
+                  for v in (op.initial_h, op.initial_c)]
+        backward = op.direction == "reverse" or d == 1
+        y, states = recur(b, _quantized_step, xw, states, _QuantizedWeights(b, op, d, h),
+                          steps, backward)
+        ys.append(y)
+        finals.append(states)
+    outs = [_stack(b, [f[k] for f in finals], 0) for k in range(2)]  # [dirs, batch, h]
+    return [_stack(b, ys, 1), *outs]  # y: [seq, dirs, batch, h]

@@ -28,7 +28,7 @@ from pir.cache import private_dir, read_verified, write_verified
 from pir.codegen.provenance import check_kernels
 from pir.codegen.tvm.build import host_target
 from pir.codegen.tvm.dims import derived_dims, solve, symbols_of
-from pir.codegen.tvm.gemm import ROWS1, one_row_dim
+from pir.codegen.tvm.gemm_schedule import ROWS1, one_row_dim
 from pir.codegen.tvm.target import parse_target
 from pir.errors import PirError
 from pir.ir.dialects.builtin import ConstantOp, ModuleOp, constant_value
@@ -62,7 +62,7 @@ class _Kernel:
     params: list  # tvm tensors of the region's non-splat constants
     derived: dict  # dims the kernel computes from its inputs' (pir.codegen.tvm.dims)
     free: list  # dims it takes as scalar parameters, after ``params``
-    # a matmul's one-row variant (pir.codegen.tvm.gemm.ROWS1), its row dim, and the rows
+    # a matmul's one-row variant (pir.codegen.tvm.gemm_schedule.ROWS1), its row dim, and the rows
     # below which a run takes it (the target's small_rows); None: there is none
     one_row: object = None
     rows: object = None

@@ -93,7 +93,7 @@ def build_sources(sources: dict[str, str], target,
 
 def _build(sources: dict[str, str], target, flags: Flags = _PLAIN,
            check_bounds: bool = False) -> tvm.runtime.Module:
-    from pir.codegen.tvm.gemm import ROWS1
+    from pir.codegen.tvm.gemm_schedule import ROWS1
     from pir.codegen.tvm.source_cache import made_funcs
 
     merged = tvm.IRModule({})
