@@ -155,6 +155,7 @@ def _schedule(block: Block, symbol: str, kind: str | None, cpu: CpuTarget):
     from pir.codegen.tvm.bmm import is_batched_block, schedule_batched
     from pir.codegen.tvm.conv import CONV
     from pir.codegen.tvm.depthwise import DWCONV, schedule_depthwise
+    from pir.codegen.tvm.dot4 import use_vnni
     from pir.codegen.tvm.direct import is_direct_block, schedule_direct
     from pir.codegen.tvm.gemm import MATMUL
     from pir.codegen.tvm.gemm_schedule import one_row_dim, schedule_matmul
@@ -193,7 +194,7 @@ def _schedule(block: Block, symbol: str, kind: str | None, cpu: CpuTarget):
                 one = _one_row(kernel)
                 if one is not None:
                     funcs[one[0]] = one[1]
-            return tvm.IRModule(funcs)
+            return tvm.IRModule({name: use_vnni(f) for name, f in funcs.items()})
     if kind == DWCONV:
         sch = schedule_depthwise(kernel)
         if sch is not None:

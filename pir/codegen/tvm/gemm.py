@@ -38,6 +38,7 @@ import numpy as np
 from tvm import te
 
 from pir.codegen.tvm.bmm import batched_compute, why_not_batched
+from pir.codegen.tvm.dot4 import dot4_offset, pack_dot4
 from pir.codegen.tvm.int_range import exact_dtype
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.target import CpuTarget
@@ -261,6 +262,11 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None,
                 result_types=[TensorType(dt, (n // bn, k, bn))],
                 result_names=[f"{name}.wpack"])).results[0]
             packed_shape = (n // bn, k, bn)
+        elif lo is not None:
+            panels = _pack(w, cpu)
+            packed_shape = panels.shape
+            packed_v = body.append(make_constant(enclosing_module(dot), pack_dot4(panels),
+                                                 f"{name}.packed", dot.loc)).results[0]
         else:
             packed = _pack(narrowest(w), cpu)
             packed_v = body.append(make_constant(enclosing_module(dot), packed,
@@ -278,14 +284,17 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None,
                 x_arg, result_types=[x.type.with_shape([*rows, x.type.shape[-1]])],
                 loc=dot.loc, result_names=[f"{name}.rows"])).results[0]
             lead = rows
-        if x_arg.type.dtype != compute:
-            # (a stage of its own, ``*_xf``: converted once, not at every broadcast load)
-            x_arg = _cast(body, x_arg, compute, f"{name}.xf", dot.loc)
         d_t = TensorType(compute, lead + packed_shape[::2])
-        d = body.append(DotGeneralOp.build(
-            x_arg, packed_v, result_types=[d_t], loc=dot.loc,
-            lhs_contracting_dimensions=[len(lead)], rhs_contracting_dimensions=[1],
-            result_names=[f"{name}.tiles"])).results[0]
+        if lo is not None:
+            d = _dot4_product(body, x_arg, packed_v, lead, d_t, w, lo, name, dot)
+        else:
+            if x_arg.type.dtype != compute:
+                # (a stage of its own, ``*_xf``: converted once, not at every broadcast load)
+                x_arg = _cast(body, x_arg, compute, f"{name}.xf", dot.loc)
+            d = body.append(DotGeneralOp.build(
+                x_arg, packed_v, result_types=[d_t], loc=dot.loc,
+                lhs_contracting_dimensions=[len(lead)], rhs_contracting_dimensions=[1],
+                result_names=[f"{name}.tiles"])).results[0]
         n_pad = packed_shape[0] * packed_shape[2]
         n = n_pad if computed else w.shape[1]
         c_t = out_t.with_dtype(compute)
@@ -307,8 +316,54 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None,
             d = _cast(body, d, out_t.dtype, name, dot.loc)  # exact: float32_exact
         return d
 
-    compute = out_t.dtype if computed else exact_dtype(x, w, out_t.dtype)
+    lo = dot4_offset(x, w) if cpu.vnni and not computed else None
+    compute = out_t.dtype if computed else DType.I32 if lo is not None else \
+        exact_dtype(x, w, out_t.dtype)
     return form_group(dot, core, epi, MATMUL, inputs=[w] if computed else [])
+
+
+def _dot4_product(body: Block, x: Value, packed: Value, lead: tuple, d_t: TensorType,
+                  w: np.ndarray, lo: int, name: str, dot: Operation) -> Value:
+    """``x [*lead, K] x w`` as uint8 x int8 quads (pir.codegen.tvm.dot4): ``x - lo`` made
+    uint8 ``[*lead, K/4, 4]`` (a stage of its own, ``*_xu8``), its int32 product with the
+    packed weights ``[N/BN, K/4, BN, 4]`` (widened from int8), plus ``lo * colsum(w)`` per
+    column."""
+    from pir.ir.dialects.prim.elementwise import AddOp, SubOp
+    from pir.ir.dialects.prim.linalg import DotGeneralOp
+    from pir.ir.dialects.prim.shape import BroadcastInDimOp, ReshapeOp
+
+    module, loc = enclosing_module(dot), dot.loc
+    k = x.type.shape[-1]
+    if lo:
+        c = body.append(make_constant(module, np.array(lo, x.type.dtype.numpy),
+                                      f"{name}.lo", loc)).results[0]
+        c = body.append(BroadcastInDimOp.build(
+            c, broadcast_dimensions=[], result_types=[x.type], loc=loc,
+            result_names=[f"{name}.lo_b"])).results[0]
+        x = body.append(SubOp.build(x, c, loc=loc, result_names=[f"{name}.shifted"])).results[0]
+    quads = x.type.with_shape([*lead, k // 4, 4])
+    x = body.append(ReshapeOp.build(x, result_types=[quads], loc=loc,
+                                    result_names=[f"{name}.quads"])).results[0]
+    x = _cast(body, x, DType.U8, f"{name}.xu8", loc)
+    # (widened as the product loads it: the casts are inlined into the GEMM's loads, which
+    # dot4.use_vnni reads as uint8 x int8)
+    x = _cast(body, x, DType.I32, f"{name}.xi", loc)
+    d = body.append(DotGeneralOp.build(
+        x, packed, result_types=[d_t], loc=loc,
+        lhs_contracting_dimensions=[len(lead), len(lead) + 1],
+        rhs_contracting_dimensions=[1, 3], result_names=[f"{name}.tiles"])).results[0]
+    if not lo:
+        return d
+    nb, bn = d_t.shape[-2:]
+    sums = w.astype(np.int64).sum(axis=0) * lo
+    corr = np.zeros(nb * bn, np.int32)
+    corr[:sums.size] = sums
+    c = body.append(make_constant(module, corr.reshape(nb, bn), f"{name}.colsums",
+                                  loc)).results[0]
+    c = body.append(BroadcastInDimOp.build(
+        c, broadcast_dimensions=[len(lead), len(lead) + 1], result_types=[d_t], loc=loc,
+        result_names=[f"{name}.colsums_b"])).results[0]
+    return body.append(AddOp.build(d, c, loc=loc, result_names=[f"{name}.sums"])).results[0]
 
 
 def _cast(body: Block, v: Value, dtype: DType, name: str, loc) -> Value:

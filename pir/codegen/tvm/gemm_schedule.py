@@ -14,6 +14,7 @@ import numpy as np
 from tvm import tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.dot4 import DEPTH, LANES
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.lower import LoweredKernel
 
@@ -93,13 +94,14 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
             if nm.endswith(("_col", "_xpad")) and not _pure_load(sch, b):
                 col = b
                 continue
-            if nm.endswith(("_wpack", "_xf")):
+            if nm.endswith(("_wpack", "_xf", "_xu8")):
                 continue  # computed weights packed, integer inputs converted, once a call
             try:
                 sch.compute_inline(b)
             except ScheduleError:
                 pass
     n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in sch.get(dot).iter_vars)
+    quads = _u8_quads(sch, dot, n_reduce)
     loops = sch.get_loops(dot)
     ks = loops[-n_reduce:]
     try:
@@ -138,6 +140,12 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         # accumulator either.
         mo, mi = sch.split(rows, [None, mi_rows])
         chunk = _panel_chunk(sch, panels, ks, cols, cpu.min_chunks)
+        inner = [mi, cols]
+        if quads:
+            # 16 columns x 4 products innermost: one dot instruction each (dot4.use_vnni)
+            vectors, lanes16 = sch.split(cols, [None, LANES])
+            inner = [mi, vectors, lanes16, ks[-1]]
+            ks = ks[:-1]
         if chunk > 1:
             # Panels in chunks that stay in L2 while every row tile passes over them: the
             # output rows are then written (and a residual read) a chunk's width at a time,
@@ -145,13 +153,16 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
             # far better from memory (ResNet's 56x56 1x1 convolutions, cold caches: 1.0 ->
             # 0.5 ms; warm, the same)
             po, tile = sch.split(panels, [None, chunk])
-            sch.reorder(po, *outer, mo, tile, *ks, mi, cols)
+            sch.reorder(po, *outer, mo, tile, *ks, *inner)
         else:
             po, tile = panels, mo
-            sch.reorder(panels, *outer, mo, *ks, mi, cols)
+            sch.reorder(panels, *outer, mo, *ks, *inner)
         # vectorize and parallel before decompose_reduction: TVM checks that the loops hold a
         # complete or reduction block, which the decomposed update block no longer is
-        sch.vectorize(cols)
+        if quads:
+            sch.unroll(inner[1])
+        else:
+            sch.vectorize(cols)
         sch.unroll(mi)
         sch.parallel(po)
         acc = sch.cache_write(dot, 0, "local")
@@ -165,6 +176,8 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         return None
     if col is not None:
         _schedule_col(sch, col)
+    if quads:
+        _schedule_quads(sch, pads)
     # The epilogue: into the write-back of the tile when it is the only reader (one output
     # computed from the tile in registers), else right after the tile, while it is in cache.
     written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
@@ -201,6 +214,42 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         except ScheduleError:
             pass
     return sch
+
+
+def _u8_quads(sch: Schedule, dot, n_reduce: int) -> bool:
+    """Whether the GEMM block is pir.codegen.tvm.dot4's product: uint8 by int8 with two
+    reduce loops, the last four products."""
+    block = sch.get(dot)
+    dtypes = sorted(str(r.source.dtype) for r in block.reads
+                    if str(r.source.dtype) != "int32")  # (the accumulator, if listed)
+    if n_reduce != 2 or dtypes != ["int8", "uint8"]:
+        return False
+    extent = sch.get(sch.get_loops(dot)[-1]).extent
+    return isinstance(extent, tirx.IntImm) and extent.value == DEPTH
+
+
+def _schedule_quads(sch: Schedule, pads) -> None:
+    """The uint8 stage of a dot4 product (``*_xu8``): inlined into the copy that pads its
+    rows when there is one, else parallel over its rows and in vectors of 64."""
+    for b in sch.get_child_blocks(sch.get_sblock("root")):
+        if not sch.get(b).name_hint.endswith("_xu8"):
+            continue
+        if pads:
+            try:
+                sch.compute_inline(b)
+                continue
+            except ScheduleError:
+                pass
+        try:
+            *rows, k, j = sch.get_loops(b)
+            quad = sch.fuse(k, j)
+            extent = sch.get(quad).extent
+            if isinstance(extent, tirx.IntImm) and extent.value % 64 == 0:
+                sch.vectorize(sch.split(quad, [None, 64])[1])
+            if rows:
+                sch.parallel(sch.fuse(*rows) if len(rows) > 1 else rows[0])
+        except ScheduleError:
+            pass
 
 
 def _iterations_under(sch: Schedule, block, loop) -> int:

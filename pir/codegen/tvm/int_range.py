@@ -24,7 +24,7 @@ from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.fusion import GroupOp
 from pir.ir.types import DType, TensorType
 
-__all__ = ["value_range", "float32_exact", "exact_dtype"]
+__all__ = ["value_range", "integral", "float32_exact", "exact_dtype"]
 
 #: A float32 holds every integer of magnitude up to this, and no sum of them is rounded
 #: while it stays at or below it.
@@ -110,6 +110,42 @@ def _result_range(name: str, ins: list) -> tuple[float, float] | None:
         corners = [a * c, a * d, b * c, b * d]
         return min(corners), max(corners)
     return None
+
+
+#: Ops whose result is an integer wherever their (number) operands are: a float sum or
+#: product of integers rounds, if at all, to a float of magnitude 2**24 or more, and every
+#: such float is an integer.
+_INTEGRAL_KEEPING = frozenset({"prim.add", "prim.sub", "prim.mul", "prim.neg", "prim.max",
+                               "prim.min", "prim.abs", "prim.cast", *_MOVES})
+
+
+def integral(value: Value, depth: int = 16) -> bool:
+    """Whether every element of ``value`` is provably an integer: an integer type, a
+    rounding (``round``, ``floor``, ``ceil``), a constant of whole numbers, or sums,
+    products, moves and casts of such values (a dequantizer's ``cast(q) - zero_point``)."""
+    t = value.type
+    if not isinstance(t, TensorType):
+        return False
+    if t.dtype.is_int:
+        return True
+    if depth == 0:
+        return False
+    op = getattr(value, "op", None)
+    if op is None:
+        arg = _group_operand(value)
+        return arg is not None and integral(arg, depth - 1)
+    if isinstance(op, ConstantOp):
+        a = np.asarray(constant_value(op))
+        return a.dtype.kind in "iub" or (a.dtype.kind == "f" and bool(
+            np.isfinite(a).all() and (a == np.round(a)).all()))
+    if isinstance(op, GroupOp):
+        inner = op.body.block.terminator.operands[op.results.index(value)]
+        return integral(inner, depth - 1)
+    if op.name in _MONOTONE:
+        return True
+    if op.name == "prim.select":
+        return all(integral(v, depth - 1) for v in op.operands[1:3])
+    return op.name in _INTEGRAL_KEEPING and all(integral(v, depth - 1) for v in op.operands)
 
 
 def _group_operand(value: Value) -> Value | None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from pir.errors import PirError
 
-__all__ = ["CpuTarget", "cpu_target", "parse_target", "host_cpu"]
+__all__ = ["CpuTarget", "cpu_target", "parse_target", "host_cpu", "has_vnni"]
 
 #: Cores assumed when a target names its CPU but not its cores: what the work split was
 #: tuned on (the parallel loops get at least this many chunks).
@@ -35,11 +35,13 @@ DEFAULT_CORES = 4
 @dataclass(frozen=True)
 class CpuTarget:
     """A CPU to schedule kernels for.  ``vector_bits``: its widest float vector (512 for
-    AVX-512, 256 for AVX2, 128 for SSE or NEON)."""
+    AVX-512, 256 for AVX2, 128 for SSE or NEON); ``vnni``: whether it has AVX-512 VNNI's
+    uint8 x int8 dot instruction (pir.codegen.tvm.dot4)."""
 
     mcpu: str
     cores: int
     vector_bits: int
+    vnni: bool = False
 
     def __str__(self) -> str:
         return f"llvm -mcpu={self.mcpu} -num-cores={self.cores}"
@@ -153,7 +155,14 @@ def cpu_target(mcpu: str | None = None, cores: int | None = None) -> CpuTarget:
     llvm = tvm.target.Target({"kind": "llvm", "mcpu": mcpu})
     bits = 512 if codegen.llvm_cpu_has_features(["avx512f"], llvm) else \
         256 if codegen.llvm_cpu_has_features(["avx"], llvm) else 128
-    return CpuTarget(mcpu, cores, bits)
+    return CpuTarget(mcpu, cores, bits, has_vnni(llvm))
+
+
+def has_vnni(llvm_target) -> bool:
+    """Whether an LLVM target's CPU has AVX-512 VNNI (``vpdpbusd``)."""
+    from tvm.target import codegen
+
+    return bool(codegen.llvm_cpu_has_features(["avx512vnni"], llvm_target))
 
 
 def parse_target(text: str) -> CpuTarget:

@@ -128,12 +128,28 @@ def flags_of(mod: tvm.IRModule) -> Flags:
             any(bool(f.attrs.get(NONTEMPORAL, False)) for f in funcs))
 
 
+def _for_cpu(mod: tvm.IRModule, target) -> tvm.IRModule:
+    """``mod`` with its VNNI instructions spelled out when ``target``'s CPU lacks them (a
+    kernel scheduled for another CPU: pir.codegen.tvm.dot4)."""
+    from pir.codegen.tvm.dot4 import USES_VNNI, without_vnni
+    from pir.codegen.tvm.target import has_vnni
+
+    funcs = dict(mod.functions.items())
+    if not any(f.attrs is not None and f.attrs.get(USES_VNNI, False) for f in funcs.values()):
+        return mod
+    if has_vnni(tvm.target.Target(target) if isinstance(target, (str, dict)) else target):
+        return mod
+    return tvm.IRModule({gv: without_vnni(f) if f.attrs is not None
+                         and f.attrs.get(USES_VNNI, False) else f for gv, f in funcs.items()})
+
+
 def build_module(mod: tvm.IRModule, target, flags: Flags = _PLAIN,
                  check_bounds: bool = False) -> tvm.runtime.Module:
     """Build the scheduled TIR ``mod`` for ``target`` the way ``flags`` asks.  One that keeps
     its loops must not overlap another build (see _NO_UNROLL_OPTIONS).  ``check_bounds``:
     a debug build that asserts every access in bounds (pir.codegen.tvm.bounds)."""
     keep_loops, nontemporal = flags
+    mod = _for_cpu(mod, target)
     if check_bounds:
         from pir.codegen.tvm.bounds import with_bound_checks
 
