@@ -370,3 +370,29 @@ def test_computed_weights_are_packed_in_the_kernel(transposed, k):
              "b": rng.standard_normal(n).astype(np.float32)}
     got = TvmInterpreter(module).run(module.funcs[0], feeds)["y"]
     np.testing.assert_allclose(got, run_function(before, feeds)["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_an_epilogue_with_two_results_over_a_map_no_tile_is_a_box_of():
+    """A 1x1 convolution over a 5 x 2 map, its epilogue two results: the tile of 5 of the 10
+    positions is no rectangle of (h, w), and TVM's region for the epilogue moved into the
+    tile missed part of it (a quantized ResNet's layer4: 40% of the outputs unwritten)."""
+    import onnx
+    import onnx.helper as oh
+    rng = np.random.default_rng(7)
+    w = (rng.standard_normal((64, 32, 1, 1)) * 0.1).astype(np.float32)
+    nodes = [oh.make_node("Conv", ["x", "w"], ["cv"]),
+             oh.make_node("Relu", ["cv"], ["y"]), oh.make_node("Sigmoid", ["cv"], ["z"])]
+    g = oh.make_graph(nodes, "conv2", [oh.make_tensor_value_info("x", 1, [1, 32, 5, 2])],
+                      [oh.make_tensor_value_info("y", 1, None),
+                       oh.make_tensor_value_info("z", 1, None)],
+                      [onnx.numpy_helper.from_array(w, "w")])
+    model = oh.make_model(g, opset_imports=[oh.make_opsetid("", 17)])
+    model.ir_version = 9
+    module, before, _ = _compile(onnx.shape_inference.infer_shapes(model))
+    (kernel,) = _kernels(module, "conv")
+    assert len(kernel.results) == 2
+    x = rng.standard_normal((1, 32, 5, 2)).astype(np.float32)
+    want = run_function(before, {"x": x})
+    got = TvmInterpreter(module).run(module.funcs[0], {"x": x})
+    for name in ("y", "z"):
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6)
