@@ -22,7 +22,7 @@ from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
 from pir.passes.decompose.rules_linalg import conform, matmul, shape
 
-__all__ = ["saturate", "per_axis", "dynamic_quantize"]
+__all__ = ["saturate", "per_axis", "dynamic_quantize", "integer_matmul"]
 
 _NARROW = (DType.F16, DType.BF16)
 
@@ -138,11 +138,69 @@ def _centered(b: PrimBuilder, x: Value, zp: Value | None) -> Value:
     return x if zp is None else b.sub(x, b.cast(zp, DType.I32))
 
 
+def integer_matmul(b: PrimBuilder, a: Value, a_zp: Value | None, w: Value,
+                   w_zp: Value | None) -> Value:
+    """``(a - a_zp) @ (w - w_zp)`` in int32, with the zero points taken out of the product
+    (as onnxruntime's MLAS does): ``a @ ws + d * rowsum(a) - a_zp * colsum(ws) - K * a_zp *
+    d``, where ``ws`` is ``w`` shifted into int8 (uint8 weights minus 128) and ``d = shift -
+    w_zp``.  Exact (int32 is a ring), and the product is then of 8-bit values as they are:
+    codegen computes it in VNNI's uint8 x int8 instruction (pir.codegen.tvm.dot4), the
+    corrections in its epilogue, however the zero points are known (a
+    DynamicQuantizeLinear's is computed at run time).  Vectors (1-D operands), symbolic K
+    and non-8-bit operands keep the centred form."""
+    sa, sw = tensor(a).shape, tensor(w).shape
+    eight = {DType.U8, DType.I8}
+    k = sa[-1] if sa else None
+    if not (sa and sw and len(sa) >= 2 and len(sw) >= 2 and isinstance(k, int)
+            and tensor(a).dtype in eight and tensor(w).dtype in eight):
+        return matmul(b, _centered(b, a, a_zp), _centered(b, w, w_zp))
+    shift = 128 if tensor(w).dtype == DType.U8 else 0
+    ai = b.cast(a, DType.I32)
+    ws = b.cast(w, DType.I32)
+    if shift:
+        ws = b.sub(ws, b.const(shift, DType.I32))
+    y = matmul(b, ai, ws)
+    d = None
+    if w_zp is not None and not _all_equal(w_zp, shift):
+        d = b.sub(b.const(shift, DType.I32), b.cast(w_zp, DType.I32))
+    elif w_zp is None and shift:
+        d = b.const(shift, DType.I32)
+    if d is not None:
+        y = b.add(y, b.mul(b.reduce("sum", ai, [len(sa) - 1]), d))
+    if a_zp is not None and not _all_equal(a_zp, 0):
+        za = b.cast(a_zp, DType.I32)
+        y = b.sub(y, b.mul(za, _column_sums(b, w, ws, shift)))
+        if d is not None:
+            y = b.sub(y, b.mul(b.mul(za, d), b.const(k, DType.I32)))
+    return y
+
+
+def _column_sums(b: PrimBuilder, w: Value, ws: Value, shift: int) -> Value:
+    """``ws`` summed over its K dim (kept): computed here when ``w`` is a constant (its
+    weights' group then reads nothing but constants, and codegen packs it), else a sum."""
+    from pir.ir.dialects.builtin import ConstantOp, constant_value
+
+    axis = len(tensor(w).shape) - 2
+    op = getattr(w, "op", None)
+    if isinstance(op, ConstantOp):
+        sums = (np.asarray(constant_value(op)).astype(np.int64) - shift).sum(axis, keepdims=True)
+        return b.const(sums, DType.I32)
+    return b.reduce("sum", ws, [axis])
+
+
+def _all_equal(v: Value, n: int) -> bool:
+    """Whether ``v`` is a constant whose every element is ``n``."""
+    from pir.ir.dialects.builtin import ConstantOp, constant_value
+
+    op = getattr(v, "op", None)
+    return isinstance(op, ConstantOp) and bool((np.asarray(constant_value(op)) == n).all())
+
+
 @decomposes("nn.matmul_integer")
 def matmul_integer(b: PrimBuilder, op: Operation) -> list[Value]:
     a_zp = None if op.a_zero_point is None else _per_row(b, op.a_zero_point)
     b_zp = None if op.b_zero_point is None else _per_col(b, op.b_zero_point)
-    y = matmul(b, _centered(b, op.a, a_zp), _centered(b, op.b, b_zp))
+    y = integer_matmul(b, op.a, a_zp, op.b, b_zp)
     return [conform(b, y, op.y.type)]
 
 
@@ -152,8 +210,8 @@ def qlinear_matmul(b: PrimBuilder, op: Operation) -> list[Value]:
     (formed in the scales' type, applied in f64), saturated into y's type."""
     if tensor(op.a).dtype in FLOAT8 or tensor(op.b).dtype in FLOAT8:
         raise Keep("float8 operands are not decomposed")
-    acc = matmul(b, _centered(b, op.a, _per_row(b, op.a_zero_point)),
-                 _centered(b, op.b, _per_col(b, op.b_zero_point)))
+    acc = integer_matmul(b, op.a, _per_row(b, op.a_zero_point), op.b,
+                         _per_col(b, op.b_zero_point))
     scales = (op.a_scale, op.b_scale, op.y_scale)
     st = DType.from_numpy(np.result_type(*(tensor(s).dtype.numpy for s in scales)))
     a_s, b_s, y_s = (b.cast(s, st) for s in scales)

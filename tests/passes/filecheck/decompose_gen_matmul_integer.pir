@@ -10,11 +10,24 @@
 // CHECK: = prim.cast(
 // CHECK: = prim.broadcast_in_dim(
 // CHECK: = prim.sub(
+// CHECK: = prim.dot_general(
 // CHECK: = prim.cast(
+// CHECK: = prim.sub(
+// CHECK: = prim.reduce_sum(
+// CHECK: = prim.broadcast_in_dim(
+// CHECK: = prim.mul(
+// CHECK: = prim.broadcast_in_dim(
+// CHECK: = prim.add(
 // CHECK: = prim.cast(
+// CHECK: = prim.reduce_sum(
+// CHECK: = prim.broadcast_in_dim(
+// CHECK: = prim.mul(
 // CHECK: = prim.broadcast_in_dim(
 // CHECK: = prim.sub(
-// CHECK: = prim.dot_general(
+// CHECK: = prim.mul(
+// CHECK: = prim.mul(
+// CHECK: = prim.broadcast_in_dim(
+// CHECK: = prim.sub(
 // CHECK: func.return
 
 // GONE-NOT: nn.matmul_integer(
