@@ -178,3 +178,41 @@ def test_import_explain_names_each_dim_the_type_rule_overrode(tmp_path):
               tmp_path / "e.onnx")
     code, _, err = cli("import", tmp_path / "e.onnx", "--explain", "-o", tmp_path / "e.pir")
     assert code == 0 and "import: nothing" in err, err
+
+
+def test_an_output_dim_the_exporter_guessed_from_its_trace_is_not_a_promise():
+    """An AECMOS model (speechmos) declares its Squeeze's output ``[batch_size]``, the name
+    of the input's batch dim; for a batch of one the Squeeze (no axes) removes that dim too
+    and returns ``[2]``.  The rank comes from the declaration, the input's symbol does not."""
+    node = helper.make_node("Squeeze", ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [_input("x", ["batch_size", 1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                             ["batch_size"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = import_model(model)
+    (y,) = module.funcs[0].entry.terminator.operands
+    assert y.type.shape == (None,)
+    x = np.array([[[1.5, -2.0]]], np.float32)
+    got = run_function(module, {"x": x})["y"]
+    np.testing.assert_array_equal(got, run_ort(model, {"x": x})["y"])
+
+
+def test_a_batch_onnx_names_anew_after_a_broadcast_of_two_symbols_decomposes():
+    """tf2onnx's BERT (g2p-id) and paddle2onnx's SLANet: a MatMul of [unk__3, M, K] by
+    [unk__1, K, N], whose result ONNX's inference names [unk__5, M, N].  The operands'
+    batch dims are made one (decompose's `agree`), and the result is that batch renamed,
+    not broadcast from it."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["unk__3", 4, 16])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["unk__1", 16, 8])
+    out = helper.make_tensor_value_info("z", TensorProto.FLOAT, ["unk__5", 4, 8])
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "y"], ["z"])], "g", [x, y],
+                              [out])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = import_model(model)
+    rng = np.random.default_rng(0)
+    feeds = {"x": rng.standard_normal((3, 4, 16)).astype(np.float32),
+             "y": rng.standard_normal((3, 16, 8)).astype(np.float32)}
+    done = check_pipeline(module, feeds, "decompose,canonicalize,shapes")
+    assert not [op for op in done.walk() if op.name == "prim.broadcast_in_dim"]
+    np.testing.assert_allclose(run_function(done, feeds)["z"], run_ort(model, feeds)["z"],
+                               rtol=1e-5, atol=1e-5)

@@ -307,7 +307,13 @@ def merge_types(ours: Type, theirs: Type | None, inputs: frozenset = frozenset()
     if not types_compatible(ours, theirs):
         return ours  # our rule ran on folded constants ONNX did not see; trust it
     if ours.shape is None:
-        return TensorType(ours.dtype, theirs.shape)
+        # Our rule cannot tell the rank (a Squeeze without axes of symbolic dims): ONNX's
+        # shape is taken, except that a dim it names by an input's symbol stays unknown.
+        # That equality is the exporter's guess from the sizes it traced (an AECMOS
+        # model's Squeeze declared [batch_size] returns [2] for a batch of 1), and a run
+        # would hold the program to it.
+        return TensorType(ours.dtype, tuple(None if isinstance(d, str) and d in inputs else d
+                                            for d in theirs.shape))
     if theirs.shape is None:
         return ours
     return TensorType(ours.dtype, tuple(merge_dims(a, b, inputs)

@@ -56,8 +56,15 @@ def conform(b: PrimBuilder, v: Value, want: TensorType) -> Value:
     if have == want:
         return v
     shape_ = b.known(want.shape, "result")
-    src = [d for d in b.known(have.shape) if d != 1]
+    have_shape = b.known(have.shape)
+    src = [d for d in have_shape if d != 1]
     if src == [d for d in shape_ if d != 1]:
+        return b.reshape(v, shape_)
+    if len(have_shape) == len(shape_) and all(
+            a == c or (a != 1 and not (isinstance(a, int) and isinstance(c, int)))
+            for a, c in zip(have_shape, shape_)):
+        # the same dims spelled differently (two symbols for one size: ONNX's inference
+        # names a broadcast of unk__3 and unk__1 unk__5, as `agree` renames operands)
         return b.reshape(v, shape_)
     return b.broadcast_to(v, shape_)
 
