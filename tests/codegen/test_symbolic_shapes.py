@@ -398,3 +398,15 @@ def test_a_symbolic_conv_writes_whole_vectors_of_its_gelu_epilogue(c, k):
     assert vector >= 1 and scalar <= 1, (vector, scalar)  # one-lane stores: the row's end
     _runs_like_ort(model, module, [{"x": (1, c, 5, 37)}, {"x": (2, c, 3, 16)},
                                    {"x": (1, c, 4, 3)}])
+
+
+def test_a_softmax_between_transposes_of_a_symbolic_map_builds():
+    """RivaGAN's decoder: a softmax over 32 channels of a [b, 32, 1, H, W] map, between two
+    transposes.  The schedule's lanes loop came out W long, and TVM refuses to vectorise a
+    loop of symbolic extent for a CPU (the build failed)."""
+    model = graph_model([oh.make_node("Transpose", ["x"], ["t"], perm=[0, 4, 2, 3, 1]),
+                         oh.make_node("Softmax", ["t"], ["s"], axis=4),
+                         oh.make_node("Transpose", ["s"], ["y"], perm=[0, 4, 2, 3, 1])],
+                        {"x": ["b", 32, 1, "height", "width"]}, ["y"], {})
+    module, _ = _compile(model)
+    _runs_like_ort(model, module, [{"x": (1, 32, 1, 6, 5)}, {"x": (2, 32, 1, 3, 11)}])

@@ -399,7 +399,10 @@ class _Scheduler:
         saved = sch.copy()
         try:
             sch.reverse_compute_at(rf, theirs[0], preserve_unit_loops=False)
-            sch.vectorize(sch.get_loops(rf)[-1])
+            inner = sch.get_loops(rf)[-1]
+            if not isinstance(sch.get(inner).extent, tirx.IntImm):
+                raise ScheduleError("a symbolic lanes loop")  # (see _vectorize_static)
+            sch.vectorize(inner)
         except ScheduleError:
             self.sch = saved
 
@@ -534,7 +537,15 @@ class _Scheduler:
         stays in the block (TVM lowers it to ``if chunk == 0``, which does not depend on the
         lane): after decompose_reduction the update block would not be a complete or
         reduction block any more, and TVM then refuses to vectorise it."""
-        self._try(lambda: self.sch.vectorize(self.sch.get_loops(rf)[-1]))
+        self._vectorize_static(self.sch.get_loops(rf)[-1])
+
+    def _vectorize_static(self, loop) -> None:
+        """Vectorise ``loop`` when its extent is static.  TVM vectorises a symbolic one only
+        for scalable-vector targets and fails the build otherwise (a softmax over 32
+        channels between two transposes of a [b, 32, 1, H, W] map left the lanes loop
+        W long: RivaGAN's decoder)."""
+        if isinstance(self.sch.get(loop).extent, tirx.IntImm):
+            self._try(lambda: self.sch.vectorize(loop))
 
     def _parallel(self, loops) -> None:
         """Run ``loops`` (leading loops of one block) as one parallel loop."""
