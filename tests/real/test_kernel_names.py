@@ -155,3 +155,18 @@ def test_the_select_kernel_runs_on_the_host_emulation():
     got = interp.run(module.funcs[0], {"x": x})
     assert interp.launches == 1
     np.testing.assert_array_equal(got["select"], np.maximum(x, 0) * 2)
+
+
+def test_symbols_of_long_names_are_bounded_and_still_distinct():
+    """tf2onnx joins scope paths into names: basic-pitch's transcriber made a CUDA kernel
+    whose source file name passed the 255 bytes a file system allows."""
+    from pir.codegen.symbols import MAX_SYMBOL
+    from pir.codegen.tvm.codegen import mangle
+
+    long_a = "model_1/re_lu_3/Relu;" + "model_1/conv2d_4/Conv2D;" * 20 + "a"
+    long_b = long_a[:-1] + "b"
+    for make in (cuda_symbol, mangle):
+        a, b = make(long_a), make(long_b)
+        assert len(a) == len(b) == MAX_SYMBOL and a != b
+        assert a == make(long_a) and a.startswith(make("model_1/re_lu_3")[:12])
+        assert a.isidentifier()

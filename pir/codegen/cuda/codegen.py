@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pir.codegen.symbols import bounded
 from pir.codegen.tvm.codegen import group_key
 from pir.errors import PirError, one_line
 from pir.ir.core import Operation
@@ -163,7 +164,7 @@ def cuda_symbol(name: str | None) -> str:
     that are not C identifier characters, and of underscores, become one underscore (C++
     reserves every name holding ``__``); ``None`` or nothing left gives ``k_kernel``."""
     base = re.sub(r"[\W_]+", "_", name or "", flags=re.ASCII).strip("_") or "kernel"
-    return CUDA_SYMBOL_PREFIX + base
+    return bounded(CUDA_SYMBOL_PREFIX + base)
 
 
 def _bound(group: GroupOp | CudaKernelOp) -> set[str]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pir.codegen.symbols import bounded
 from pir.codegen.tvm.dims import derived_dims
 from pir.codegen.tvm.target import CpuTarget, parse_target
 from pir.errors import PirError, one_line
@@ -51,7 +52,7 @@ def mangle(name: str | None, default: str = "kernel") -> str:
         base = "k" + base  # reserved for the C implementation (and TVM's own symbols)
     if base in _RESERVED:
         base += "_k"
-    return base
+    return bounded(base)
 
 
 def _attr_text(v) -> str:
