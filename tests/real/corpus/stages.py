@@ -83,6 +83,7 @@ def max_rel_err(src: Path, out: Path) -> tuple[float | None, str]:
         g = got[name].astype(np.float64)
         if r.shape != g.shape:
             return None, f"{name}: shape {g.shape} != {r.shape}"
+        r, g = np.atleast_1d(r), np.atleast_1d(g)  # (a scalar output: plcmos_v2's score)
         if r.size:
             with np.errstate(invalid="ignore"):
                 diff = np.abs(g - r)
