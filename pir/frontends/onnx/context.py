@@ -306,7 +306,7 @@ def merge_types(ours: Type, theirs: Type | None, inputs: frozenset = frozenset()
         return ours
     if not types_compatible(ours, theirs):
         return ours  # our rule ran on folded constants ONNX did not see; trust it
-    if ours.shape is None:
+    if ours.shape is None and theirs.shape is not None:
         # Our rule cannot tell the rank (a Squeeze without axes of symbolic dims): ONNX's
         # shape is taken, except that a dim it names by an input's symbol stays unknown.
         # That equality is the exporter's guess from the sizes it traced (an AECMOS
