@@ -286,3 +286,63 @@ def test_scan_diagnostics(num_scan_inputs, x2_shape, message):
     feeds = {"x1": np.zeros((3, 4), np.float32), "x2": np.zeros(x2_shape, np.float32)}
     with pytest.raises(PirError, match=message):
         import_model(model_of(node, feeds, ["ys"], infer=False))
+
+
+def _slanet_loop() -> onnx.ModelProto:
+    """paddle2onnx's SLANet, reduced: a Loop whose body takes Shape of a Slice of a carried
+    tensor, the Slice's length computed from the iteration count (a dim no input binds),
+    and Expands a row to the carried tensor's own (body-argument) dim."""
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["one"], value=helper.make_tensor(
+            "one", TensorProto.INT64, [1], [1])),
+         helper.make_node("Constant", [], ["zero"], value=helper.make_tensor(
+             "zero", TensorProto.INT64, [1], [0])),
+         helper.make_node("Unsqueeze", ["i", "zero"], ["i1"]),
+         helper.make_node("Add", ["i1", "one"], ["end"]),
+         helper.make_node("Slice", ["s", "zero", "end", "zero"], ["part"]),
+         helper.make_node("Shape", ["part"], ["part_shape"]),
+         helper.make_node("Shape", ["s"], ["s_shape"]),
+         helper.make_node("ReduceSum", ["part", "zero"], ["row"], keepdims=1),
+         helper.make_node("Expand", ["row", "s_shape"], ["rows"]),
+         helper.make_node("Add", ["s", "rows"], ["s_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, ["DynamicDimension.7", 3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, ["DynamicDimension.7", 3]),
+         helper.make_tensor_value_info("part_shape", TensorProto.INT64, [2])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["m", "", "x"], ["y", "shapes"], body=body)], "g",
+        [helper.make_tensor_value_info("m", TensorProto.INT64, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("shapes", TensorProto.INT64, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model
+
+
+@pytest.mark.parametrize("pipeline", ["", "decompose,canonicalize,fold,cse,dce,shapes"])
+def test_a_loop_body_sizes_its_argument_and_slice_dims(pipeline):
+    """Its ops are sized by the carried tensor's dim (bound from the body's argument, for
+    each run of the body) and by a Slice's run-time length (counted from the Slice once
+    decompose has only its Shape left): SLANet's optimized program could not tell either."""
+    from pir.passes.manager import PassManager
+    from pir.passes.pipeline import parse_pipeline
+    from pir.runtimes.reference import run_function
+    import onnxruntime as ort
+
+    model = _slanet_loop()
+    module = import_model(model)
+    if pipeline:
+        PassManager(parse_pipeline(pipeline)).run(module)
+        module = parse_module(print_module(module))
+    feeds = {"m": np.array(4, np.int64),
+             "x": np.arange(15, dtype=np.float32).reshape(5, 3) / 7}
+    got = run_function(module, feeds)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = dict(zip(["y", "shapes"], sess.run(None, feeds)))
+    np.testing.assert_array_equal(got["shapes"], want["shapes"])
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-6)

@@ -153,6 +153,7 @@ class Interpreter:
         self.keep_values = keep_values
         self.values: dict[Value, np.ndarray] = {}
         self.symbols: dict[str, int] = {}
+        self._bound_by: dict[Block, set[str]] = {}  # a loop or scan body -> its run's dims
         self.depth = 0
         self.profile = profile
 
@@ -210,6 +211,7 @@ class Interpreter:
             raise PirError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         if self.depth == 0:  # a new run binds its dims afresh (a new batch size)
             self.symbols.clear()
+            self._bound_by.clear()
             self.values.clear()
         arrays = []
         for a in args:
@@ -234,15 +236,42 @@ class Interpreter:
         values = self.values
         for a, arr in zip(block.args, args):
             values[a] = arr
+        body = _is_body(block)
+        if body:
+            before = self._rebind(block, args)
         prof = self.profile
-        for op in block.ops:
-            if Terminator in op.traits:
-                return [values[v] for v in op.operands]
-            if prof is None or isinstance(op, CallOp) or op.name in CONTROL_FLOW:
-                self.exec(op)  # (a call's or a branch's ops are timed one by one)
-            else:
-                self._exec_timed(op, prof)
-        return []
+        try:
+            for op in block.ops:
+                if Terminator in op.traits:
+                    return [values[v] for v in op.operands]
+                if prof is None or isinstance(op, CallOp) or op.name in CONTROL_FLOW:
+                    self.exec(op)  # (a call's or a branch's ops are timed one by one)
+                else:
+                    self._exec_timed(op, prof)
+            return []
+        finally:
+            if body:
+                self._bound_by[block] = set(self.symbols) - before
+
+    def _rebind(self, block: Block, args: list[np.ndarray]) -> set[str]:
+        """Start a run of a loop or scan body: forget the symbols its last run bound (a
+        Slice's length, a carried tensor's dim: they may differ at every iteration), then
+        bind those its arguments' types name from the arrays (a loop-carried ``[N, 501,
+        30]``, paddle2onnx's table recogniser, sizes the body's ops by N).  Returns the
+        symbols bound before the run; they stay after it, for a planned runtime to learn
+        (pir.runtimes.tvm.executor)."""
+        for d in self._bound_by.pop(block, ()):
+            self.symbols.pop(d, None)
+        before = set(self.symbols)
+        for a, arr in zip(block.args, args):
+            t = a.type
+            if not isinstance(t, TensorType) or t.shape is None \
+                    or np.ndim(arr) != len(t.shape):
+                continue
+            for d, n in zip(t.shape, np.shape(arr)):
+                if isinstance(d, str) and d not in self.symbols:
+                    self.symbols[d] = n
+        return before
 
     def _exec_timed(self, op: Operation, prof: dict) -> None:
         self.profile = None  # the op's regions run untimed: the op is one entry
@@ -295,6 +324,12 @@ class Interpreter:
         for r, arr in zip(op.results, out):
             self.check(r, arr, ResultOf(r, op))
             values[r] = arr
+
+
+def _is_body(block: Block) -> bool:
+    """Whether ``block`` is the body of an nn.loop or nn.scan (run once per iteration)."""
+    owner = block.parent.parent if block.parent is not None else None
+    return owner is not None and owner.name in ("nn.loop", "nn.scan")
 
 
 def output_names(fn: FuncOp) -> list[str]:
