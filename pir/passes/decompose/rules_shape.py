@@ -25,22 +25,49 @@ from pir.passes.decompose.registry import decomposes, keep
 @decomposes("nn.shape")
 def shape(b, op):
     """A constant when the dims are static.  prim has no shape op, so a symbolic dim S is
-    counted: the sum of ones broadcast to (S,) (the runtime sizes S from the operand)."""
-    dims = b.known(tensor(op.data).shape, "input")
-    dims = dims[slice(*shape_slice(len(dims), op.start, op.end))]
+    counted: the sum of ones broadcast to (S,) when the function's inputs size S, else
+    counted from the operand (:func:`_counted`)."""
+    all_dims = b.known(tensor(op.data).shape, "input")
+    start, end = shape_slice(len(all_dims), op.start, op.end)[:2]
+    axes = list(range(len(all_dims)))[start:end]
+    dims = all_dims[start:end]
     if all(isinstance(d, int) for d in dims):
         return [b.const(np.array(dims, dtype=np.int64), I64)]
+    inputs = input_symbols(op)
     parts, run = [], []
-    for d in dims + (None,):
+    for axis, d in list(zip(axes, dims)) + [(None, None)]:
         if isinstance(d, int):
             run.append(d)
             continue
         if run:
             parts.append(b.const(np.array(run, dtype=np.int64), I64))
             run = []
-        if d is not None:
-            parts.append(b.reshape(dim_size(b, d), (1,)))
+        if d is None:
+            continue
+        if dimexpr.symbols(d) - inputs and tensor(op.data).dtype is not DType.STRING:
+            n = _counted(b, op.data, axis, len(all_dims))
+        else:
+            n = dim_size(b, d)
+        parts.append(b.reshape(n, (1,)))
     return [parts[0] if len(parts) == 1 else b.op("concat", parts, dimension=0)]
+
+
+def _count(b, x):
+    """The number of elements of ``x``, counted (NaN too)."""
+    ones = b.cast(b.op("or", b.op("eq", x, x), b.op("ne", x, x)), I64)
+    return b.reduce("sum", ones, list(range(len(b.known(tensor(x).shape)))), keepdims=False)
+
+
+def _counted(b, x, axis: int, rank: int):
+    """Dim ``axis`` of ``x``, counted from ``x`` itself: a dim only ``x`` binds (a Slice
+    whose length is computed at run time inside a Loop: paddle2onnx's SLANet) has no other
+    source once the program keeps just its shape, and ``x`` stays computed.  The sums
+    over the other axes are a vector of that length (zeros if another dim is 0), whose
+    elements are counted."""
+    others = [a for a in range(rank) if a != axis]
+    per = b.reduce("sum", b.cast(b.op("or", b.op("eq", x, x), b.op("ne", x, x)), I64),
+                   others, keepdims=False) if others else x
+    return _count(b, per)
 
 
 #: Ops whose result has as many elements as their first operand: Size looks through them.
@@ -62,8 +89,7 @@ def size(b, op):
     dims = b.known(tensor(x).shape, "input")
     loose = set().union(*(dimexpr.symbols(d) for d in dims)) - input_symbols(op)
     if loose and tensor(x).dtype is not DType.STRING:
-        ones = b.cast(b.op("or", b.op("eq", x, x), b.op("ne", x, x)), I64)  # NaN too
-        return [b.reduce("sum", ones, list(range(len(dims))), keepdims=False)]
+        return [_count(b, x)]
     n = b.const(int(np.prod([d for d in dims if isinstance(d, int)])), I64)
     for d in dims:
         if not isinstance(d, int):
