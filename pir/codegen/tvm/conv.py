@@ -55,7 +55,7 @@ from pir.codegen.tvm.winograd import append_weights, winograd_conv, winograd_sou
 from pir.codegen.tvm.winograd import applies as winograd_applies
 from pir.errors import PirError
 from pir.ir.core import Block, Operation, Value
-from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
+from pir.ir.dialects.builtin import enclosing_module, make_constant
 from pir.ir.dialects.fusion import GroupOp
 from pir.ir.types import DType, TensorType
 
@@ -232,10 +232,10 @@ def _conv_weights(op: Operation) -> np.ndarray | None:
         return None
     if op.operands[0].type.dtype != DType.F32 or op.operands[1].type.dtype != DType.F32:
         return None
-    if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
-        return None
-    w = np.asarray(constant_value(op.operands[1].op))
-    return w if w.size else None
+    # a constant, or a group over constants: the weights of a QDQ model's convolution are
+    # its int8 ones centred, which fold leaves to be computed (int8 stays int8 on disk)
+    w = known_weights(op.operands[1])
+    return w if w is not None and w.size else None
 
 
 def _plan_layout(block: Block, weights: dict[Operation, np.ndarray]):
@@ -429,9 +429,9 @@ def why_not_compiled(op: Operation) -> str:
     from pir.codegen.tvm.depthwise import is_depthwise
 
     if is_depthwise(op) or _supported(op, ranks=(3, 4)) is None or wants_direct(op):
-        if not isinstance(getattr(op.operands[1], "op", None), ConstantOp):
-            return ("its kernel is computed: the static fast paths pack constant weights "
-                    "only")
+        if known_weights(op.operands[1]) is None:
+            return ("its kernel is computed: the static fast paths pack weights known at "
+                    "codegen only")
         if op.operands[0].type.dtype != DType.F32:
             return "only float32 convolutions are compiled"
         return "an empty convolution"

@@ -12,8 +12,6 @@ and applies the epilogue to the row while it is in cache.
 
 from __future__ import annotations
 
-import numpy as np
-
 import tvm
 from tvm import te, tirx
 from tvm.s_tir import Schedule, ScheduleError
@@ -23,8 +21,9 @@ from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.gemm import _epilogue, form_group
 from pir.codegen.tvm.halo import conv_halo
 from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
+from pir.codegen.tvm.weights import known_weights
 from pir.ir.core import Block, Operation, Value
-from pir.ir.dialects.builtin import ConstantOp, constant_value, enclosing_module, make_constant
+from pir.ir.dialects.builtin import enclosing_module, make_constant
 from pir.ir.types import DType, TensorType
 
 __all__ = ["DWCONV", "is_depthwise", "depthwise_compute", "form_depthwise_groups",
@@ -120,10 +119,10 @@ def form_depthwise_groups(block: Block) -> int:
 
     count = 0
     for op in list(block.ops):
-        if not is_depthwise(op) or not isinstance(getattr(op.operands[1], "op", None),
-                                                  ConstantOp):
+        # a constant, or a group over constants (a QDQ model's centred int8 weights)
+        w = known_weights(op.operands[1]) if is_depthwise(op) else None
+        if w is None or w.dtype != op.operands[1].type.dtype.numpy:
             continue
-        w = np.asarray(constant_value(op.operands[1].op))
         name = op.results[0].name or "conv"
 
         def core(body: Block, x_arg: Value, op=op, w=w, name=name) -> Value:
