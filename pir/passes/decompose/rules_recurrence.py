@@ -248,6 +248,13 @@ class _QuantizedWeights:
         self.rc = b.sub(b.cast(r, _I32), zp if tensor(zp).rank == 0
                         else b.broadcast_to(zp, shape(b, r)))
         self.scale, self.h = _row(b, op.r_scale, d), h
+        # sum_k (R - zp) per column, when R and its zero point are constants: H's zero
+        # point then comes out of each step's product (see _quantized_step)
+        rv, zv = const_value(op.r), const_value(op.r_zero_point)
+        self.sums = None
+        if rv is not None and zv is not None and rv.ndim == 3:
+            zd = zv.astype(np.int64).reshape(zv.shape[0], -1)[d]  # [1] or [4h]
+            self.sums = (rv[d].astype(np.int64) - zd).sum(axis=0)
         self.bias = None
         if op.b is not None:
             bias = _row(b, op.b, d)
@@ -260,7 +267,12 @@ def _quantized_step(b: PrimBuilder, xt: Value, states: list, w: _QuantizedWeight
     hid, cell = states
     h = w.h
     q, scale, zp = dynamic_quantize(b, hid)
-    acc = dot(b, b.sub(b.cast(q, _I32), b.cast(zp, _I32)), w.rc, ([1], [0]))  # [batch, 4h]
+    if w.sums is None:
+        acc = dot(b, b.sub(b.cast(q, _I32), b.cast(zp, _I32)), w.rc, ([1], [0]))  # [batch, 4h]
+    else:
+        # (q - zp) R = q R - zp colsum(R): the product of H's uint8 values (VNNI's)
+        acc = dot(b, b.cast(q, _I32), w.rc, ([1], [0]))
+        acc = b.sub(acc, b.mul(b.cast(zp, _I32), b.const(w.sums, _I32)))
     factor = b.mul(scale, w.scale)
     hr = b.mul(b.cast(acc, _F32), factor if tensor(factor).rank == 0
                else b.broadcast_to(factor, shape(b, acc)))

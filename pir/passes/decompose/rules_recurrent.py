@@ -11,8 +11,10 @@ rules_recurrence writes as prim steps like the other recurrences.
 
 from __future__ import annotations
 
+import numpy as np
+
 from pir.ir.core import Operation, Value
-from pir.ir.typerules import tensor
+from pir.ir.typerules import const_value, tensor
 from pir.ir.types import DType
 from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.index_math import iota
@@ -32,6 +34,16 @@ def _along(b: PrimBuilder, p: Value, shape_: tuple, dims: tuple[int, int]) -> Va
                 result_type=tensor(p).with_shape(shape_))
 
 
+def _column_sums(w: Value, zero_point: Value) -> np.ndarray | None:
+    """``sum_k (W - zp)`` per direction and column ([dirs, 4h]) when W and its zero point
+    (one per direction, or per direction and column) are constants; else None."""
+    wv, zv = const_value(w), const_value(zero_point)
+    if wv is None or zv is None or wv.ndim != 3:
+        return None
+    zv = zv.astype(np.int64).reshape(zv.shape[0], 1, -1)  # [dirs, 1, 1 or 4h]
+    return (wv.astype(np.int64) - zv).sum(axis=1)
+
+
 @decomposes("nn.dynamic_quantize_lstm")
 def dynamic_quantize_lstm(b: PrimBuilder, op: Operation) -> list[Value]:
     x, w = op.x, op.w
@@ -43,9 +55,16 @@ def dynamic_quantize_lstm(b: PrimBuilder, op: Operation) -> list[Value]:
         valid = b.op("lt", iota(b, xs, 0, _I32), b.broadcast_to(steps, xs))
         span = b.op("select", valid, x, b.zeros_like(x))
     xq, x_scale, x_zp = dynamic_quantize(b, x, span)
-    xc = b.sub(b.cast(xq, _I32), b.cast(x_zp, _I32))
     wc = b.sub(b.cast(w, _I32), _along(b, b.cast(op.w_zero_point, _I32), ws, (0, 2)))
-    acc = dot(b, xc, wc, ([2], [1]))  # [seq, batch, dirs, 4h]
+    sums = _column_sums(w, op.w_zero_point)
+    if sums is None:
+        xc = b.sub(b.cast(xq, _I32), b.cast(x_zp, _I32))
+        acc = dot(b, xc, wc, ([2], [1]))  # [seq, batch, dirs, 4h]
+    else:
+        # X's zero point out of the product (as rules_quantize.integer_matmul): the
+        # product is then of X's uint8 values, which codegen runs in VNNI's instruction
+        acc = dot(b, b.cast(xq, _I32), wc, ([2], [1]))
+        acc = b.sub(acc, b.mul(b.cast(x_zp, _I32), b.const(sums, _I32)))
     out = shape(b, acc)
     scale = b.mul(x_scale, op.w_scale)  # the f32 product onnxruntime forms first
     xw = b.mul(b.cast(acc, _F32), _along(b, scale, out, (2, 3)))
