@@ -224,3 +224,32 @@ def test_integral_and_the_offset_follow_casts_roundings_and_constants():
     assert dot4_offset(c, w) == -100  # cast(a) - 100 in [-100, 155]: (c + 100) is uint8
     assert dot4_offset(r, w) is None  # a rounded float: whole, but of no known range
     assert dot4_offset(c, w * 0.5) is None  # weights that are not whole numbers
+
+
+def test_a_recurrent_layers_two_symbolic_row_dims_are_one_row_dim():
+    """A quantized LSTM's input projection, [seq, batch, K] rows: tiled over batch alone, a
+    batch of one was padded to 8 rows and the weights read again for each step (1.4 ms
+    for [24, 1, 512] x [512, 2048]).  The rows are seq * batch, and a one-row variant takes
+    a single row."""
+    rng = np.random.default_rng(6)
+    w = rng.integers(-128, 128, (64, 32)).astype(np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "w", "a_zp"], ["y"])
+    graph = helper.make_graph(
+        [node], "q", [helper.make_tensor_value_info("a", TensorProto.UINT8, ["seq", "b", 64]),
+                      helper.make_tensor_value_info("a_zp", TensorProto.UINT8, [])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, ["seq", "b", 32])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    module, before = _compile(model)
+    (kernel,) = _kernels(module)
+    (dot,) = [o for o in kernel.body.block.ops if o.name == "prim.dot_general"]
+    assert len(dot.operands[0].type.shape) == 3  # [seq * b, K/4, 4]
+    assert "_rows1" in kernel.attributes["source"]
+    for shape in ((7, 1), (3, 5), (1, 1)):
+        feeds = {"a": rng.integers(0, 256, shape + (64,)).astype(np.uint8),
+                 "a_zp": np.array(77, np.uint8)}
+        exact = (feeds["a"].astype(np.int64) - 77) @ w.astype(np.int64)
+        np.testing.assert_array_equal(TvmInterpreter(module).run(module.funcs[0], feeds)["y"],
+                                      exact)
+        np.testing.assert_array_equal(run_function(before, feeds)["y"], exact)

@@ -43,6 +43,7 @@ from pir.codegen.tvm.int_range import exact_dtype
 from pir.codegen.tvm.lower import RULES, tvm_dtype
 from pir.codegen.tvm.target import CpuTarget
 from pir.codegen.tvm.weights import drop_if_dead, known_weights, narrowest
+from pir.ir import dimexpr
 from pir.ir.core import Block, Operation, Region, Value
 from pir.ir.dialects.builtin import ConstantOp, enclosing_module, make_constant
 from pir.ir.dialects.fusion import GroupOp, YieldOp
@@ -277,6 +278,15 @@ def _form(dot: Operation, w: np.ndarray | Value, epi: GroupOp | None,
             packed_v = _cast(body, packed_v, compute, f"{name}.widened", dot.loc)
         lead = tuple(x.type.shape[:-1])  # the input's free dims; N follows them
         rows = tuple(d for d in lead if d != 1) or lead[-1:]
+        if lo is not None and sum(not isinstance(d, int) for d in rows) > 1:
+            # several symbolic row dims ([seq, batch, K]: a recurrent layer's input
+            # projection) are one: the tile's rows run over all of them, not over the last
+            # alone (a batch of 1 padded to 8, the weights read again for each step: a
+            # quantized LSTM's [24, 1, 512] x [512, 2048] took 1.4 ms, 18 GMAC/s, and
+            # 0.13 ms so).  Only where the rows go through the uint8 stage, which takes
+            # the reshape's index arithmetic: inlined into a float32 GEMM's loads it cost
+            # GPT-2's products 6x (the schedule no longer fits)
+            rows = (dimexpr.product(rows),)
         if rows != lead:
             # unit dims dropped: the tile's rows are then a sequence's steps, not the one
             # batch row of a [T, 1, K] input (which read all the weights again at each step)

@@ -48,13 +48,14 @@ def one_row_dim(block) -> object | None:
     dots = [op for op in block.ops if op.name == "prim.dot_general"]
     if len(dots) != 1:
         return None
-    # the rows are the lhs's dim before its contracted last one ([..., M, K]; the result is
-    # [..., M, panels, BN] against packed weights)
+    # the rows are the lhs's dim before its contracted last ones ([..., M, K], or a dot4
+    # product's [..., M, K/4, 4]; the result is [..., M, panels, BN] against packed weights)
     shape = getattr(dots[0].operands[0].type, "shape", None)
-    if not shape or len(shape) < 2 or \
-            list(dots[0].lhs_contracting_dimensions) != [len(shape) - 1]:
+    contracted = list(dots[0].lhs_contracting_dimensions)
+    if not shape or not contracted or len(shape) < len(contracted) + 1 or \
+            contracted != list(range(len(shape) - len(contracted), len(shape))):
         return None
-    rows = shape[-2]
+    rows = shape[-len(contracted) - 1]
     return None if rows is None or isinstance(rows, int) else rows
 
 
