@@ -109,14 +109,14 @@ def quanta_verdict(model: Path, data: Path, out: Path) -> tuple[bool, str]:
     unoptimized run is the wrong measure there (one ulp before a quantizer flips a quantum)."""
     import onnx
 
-    from pir.runtimes.ort.check import quantized_agreement, run_onnxruntime
+    from pir.runtimes.ort.check import ort_spread_runs, quantized_agreement, run_onnxruntime
     from pir.runtimes.ort.quanta import output_quanta
 
     m = onnx.load(str(model))
     d, got = np.load(data), np.load(out)
     feeds = {k[3:]: d[k] for k in d.files if k.startswith("in_")}
     want = run_onnxruntime(m, feeds, optimized=True)
-    plain = run_onnxruntime(m, feeds)
+    plain = ort_spread_runs(m, feeds)
     quanta = output_quanta(m)
     notes = []
     for name, w in want.items():
