@@ -55,15 +55,15 @@ def dynamic_quantize_lstm(b: PrimBuilder, op: Operation) -> list[Value]:
         valid = b.op("lt", iota(b, xs, 0, _I32), b.broadcast_to(steps, xs))
         span = b.op("select", valid, x, b.zeros_like(x))
     xq, x_scale, x_zp = dynamic_quantize(b, x, span)
-    wc = b.sub(b.cast(w, _I32), _along(b, b.cast(op.w_zero_point, _I32), ws, (0, 2)))
     sums = _column_sums(w, op.w_zero_point)
-    if sums is None:
-        xc = b.sub(b.cast(xq, _I32), b.cast(x_zp, _I32))
-        acc = dot(b, xc, wc, ([2], [1]))  # [seq, batch, dirs, 4h]
-    else:
-        # X's zero point out of the product (as rules_quantize.integer_matmul): the
-        # product is then of X's uint8 values, which codegen runs in VNNI's instruction
-        acc = dot(b, b.cast(xq, _I32), wc, ([2], [1]))
+    # (with the weights known, X's zero point comes out of the product, as in
+    # rules_quantize.integer_matmul: the product is then of X's uint8 values, which
+    # codegen runs in VNNI's instruction)
+    xc = b.cast(xq, _I32) if sums is not None else \
+        b.sub(b.cast(xq, _I32), b.cast(x_zp, _I32))
+    wc = b.sub(b.cast(w, _I32), _along(b, b.cast(op.w_zero_point, _I32), ws, (0, 2)))
+    acc = dot(b, xc, wc, ([2], [1]))  # [seq, batch, dirs, 4h]
+    if sums is not None:
         acc = b.sub(acc, b.mul(b.cast(x_zp, _I32), b.const(sums, _I32)))
     out = shape(b, acc)
     scale = b.mul(x_scale, op.w_scale)  # the f32 product onnxruntime forms first
