@@ -46,7 +46,7 @@ import onnxruntime as ort  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "real" / "corpus"))
-import make_corpus as corpus  # noqa: E402  (the manifest and where each model's files live)
+import corpus_store as corpus  # noqa: E402  (the manifest and where each model's files live)
 
 from pir.codegen.tvm.build import set_threads  # noqa: E402
 from pir.codegen.tvm.codegen import codegen_module  # noqa: E402

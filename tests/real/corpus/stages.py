@@ -51,7 +51,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import make_corpus as mc  # noqa: E402
+import corpus_store as mc  # noqa: E402
 
 PIR = os.environ.get("PIR") or str(Path(sys.executable).with_name("pir"))
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
