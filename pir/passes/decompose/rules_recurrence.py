@@ -48,6 +48,7 @@ from pir.passes.decompose.builder import PrimBuilder
 from pir.passes.decompose.registry import Keep, decomposes
 from pir.passes.decompose.rules_linalg import dot, shape
 from pir.passes.decompose.rules_quantize import dynamic_quantize
+from pir.passes.decompose.rules_recurrent import centred_column_sums
 
 _I32, _F32 = DType.I32, DType.F32
 
@@ -250,11 +251,8 @@ class _QuantizedWeights:
         self.scale, self.h = _row(b, op.r_scale, d), h
         # sum_k (R - zp) per column, when R and its zero point are constants: H's zero
         # point then comes out of each step's product (see _quantized_step)
-        rv, zv = const_value(op.r), const_value(op.r_zero_point)
-        self.sums = None
-        if rv is not None and zv is not None and rv.ndim == 3:
-            zd = zv.astype(np.int64).reshape(zv.shape[0], -1)[d]  # [1] or [4h]
-            self.sums = (rv[d].astype(np.int64) - zd).sum(axis=0)
+        sums = centred_column_sums(op.r, op.r_zero_point)
+        self.sums = None if sums is None else sums[d]
         self.bias = None
         if op.b is not None:
             bias = _row(b, op.b, d)

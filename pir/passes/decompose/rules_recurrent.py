@@ -34,9 +34,10 @@ def _along(b: PrimBuilder, p: Value, shape_: tuple, dims: tuple[int, int]) -> Va
                 result_type=tensor(p).with_shape(shape_))
 
 
-def _column_sums(w: Value, zero_point: Value) -> np.ndarray | None:
-    """``sum_k (W - zp)`` per direction and column ([dirs, 4h]) when W and its zero point
-    (one per direction, or per direction and column) are constants; else None."""
+def centred_column_sums(w: Value, zero_point: Value) -> np.ndarray | None:
+    """``sum_k (W - zp)`` per direction and column ([dirs, 4h]) of a quantized LSTM's
+    ``[dirs, K, 4h]`` weights (W or R) when they and their zero point (one per direction,
+    or per direction and column) are constants; else None."""
     wv, zv = const_value(w), const_value(zero_point)
     if wv is None or zv is None or wv.ndim != 3:
         return None
@@ -55,7 +56,7 @@ def dynamic_quantize_lstm(b: PrimBuilder, op: Operation) -> list[Value]:
         valid = b.op("lt", iota(b, xs, 0, _I32), b.broadcast_to(steps, xs))
         span = b.op("select", valid, x, b.zeros_like(x))
     xq, x_scale, x_zp = dynamic_quantize(b, x, span)
-    sums = _column_sums(w, op.w_zero_point)
+    sums = centred_column_sums(w, op.w_zero_point)
     # (with the weights known, X's zero point comes out of the product, as in
     # rules_quantize.integer_matmul: the product is then of X's uint8 values, which
     # codegen runs in VNNI's instruction)
