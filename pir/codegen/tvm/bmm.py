@@ -27,7 +27,8 @@ import tvm
 from tvm import te, tirx
 from tvm.s_tir import ScheduleError
 
-from pir.codegen.tvm.direct import output_names, compacts, gemm_schedule
+from pir.codegen.tvm.direct import (compacts, gemm_schedule, inline_lone_epilogue,
+                                    output_names)
 from pir.codegen.tvm.lower import LoweredKernel, tvm_dtype
 from pir.ir.core import Operation
 from pir.ir.types import DType, TensorType
@@ -167,11 +168,7 @@ def _schedule_batched(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule |
             pass
     written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
                if sch.get(b).name_hint in output_names(sch)]
-    if len(written) == 1:
-        try:
-            sch.reverse_compute_inline(written[0])
-        except ScheduleError:
-            pass
+    inline_lone_epilogue(sch, written)
     try:
         sch.vectorize(sch.get_loops(acc)[-1])
     except ScheduleError:

@@ -326,6 +326,19 @@ def output_names(sch) -> set[str]:
     return {sch.get(b).name_hint for b in sch.get_output_blocks("root")}
 
 
+def inline_lone_epilogue(sch, written: list) -> list:
+    """The epilogue into the tile's write-back when ``written`` (the blocks that write the
+    kernel's results after the product) is one block TVM can inline: then none is left;
+    else ``written`` as it was, each a pass of its own."""
+    if len(written) == 1:
+        try:
+            sch.reverse_compute_inline(written[0])
+            return []
+        except ScheduleError:
+            pass
+    return written
+
+
 def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | None:
     found = gemm_schedule(kernel, "xpad")
     if found is None:
@@ -360,13 +373,8 @@ def _schedule_direct(kernel: LoweredKernel, fuse_batch: bool) -> tvm.IRModule | 
         _schedule_copy(sch, xpad)
     written = [b for b in sch.get_child_blocks(sch.get_sblock("root"))
                if sch.get(b).name_hint in output_names(sch)]
-    if len(written) == 1:
-        # the epilogue into the tile's write-back: whole vectors of one channel's positions
-        try:
-            sch.reverse_compute_inline(written[0])
-            written = []
-        except ScheduleError:
-            pass
+    # the epilogue into the tile's write-back: whole vectors of one channel's positions
+    written = inline_lone_epilogue(sch, written)
     for b in written:  # (several results: each a pass of its own over the product)
         _vectorize_rows(sch, b)
     try:

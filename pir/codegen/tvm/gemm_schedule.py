@@ -14,6 +14,7 @@ import numpy as np
 from tvm import tirx
 from tvm.s_tir import Schedule, ScheduleError
 
+from pir.codegen.tvm.direct import inline_lone_epilogue
 from pir.codegen.tvm.dot4 import DEPTH, LANES
 from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm.lower import LoweredKernel
@@ -190,12 +191,7 @@ def schedule_matmul(kernel: LoweredKernel, split_cols: bool = False,
         # reverse_compute_at can make loops of a varying extent, which it cannot vectorize:
         # the epilogue stays a pass of its own over the product.
         written = []
-    if len(written) == 1:
-        try:
-            sch.reverse_compute_inline(written[0])
-            written = []
-        except ScheduleError:
-            pass
+    written = inline_lone_epilogue(sch, written)
     for b in written:
         saved = sch.copy()
         try:
