@@ -377,6 +377,20 @@ def test_a_symbolic_max_pool_reads_its_window_positions_computed_in_place():
     _runs_like_ort(model, module, [{"x": (1, 8, 9, 14)}, {"x": (2, 8, 4, 31)}])
 
 
+def test_a_pool_over_a_symbolic_time_axis_loads_its_static_axis_affinely():
+    # PLCMOS's LeakyRelu + MaxPool [1, 4] / [1, 4] over [N, C, frames, 257]: its taps along
+    # the static axis were gathers by folded i64 tables (a loaded index per element, 8 ms
+    # for a [1, 32, 249, 64] result); as strided slices they are affine loads
+    nodes = [oh.make_node("LeakyRelu", ["x"], ["l"], alpha=0.1),
+             oh.make_node("MaxPool", ["l"], ["y"], kernel_shape=[1, 4], strides=[1, 4])]
+    model = graph_model(nodes, {"x": ["N", 8, "T", 37]}, ["y"], {})
+    module, _ = _compile(model)
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    assert not any(op.name == "prim.gather" for op in kernel.body.block.ops)
+    assert '"int64")' not in kernel.source  # no table of positions among its buffers
+    _runs_like_ort(model, module, [{"x": (1, 8, 9, 37)}, {"x": (2, 8, 30, 37)}])
+
+
 @pytest.mark.parametrize("c,k", [(32, 1), (16, 3)])  # the row form and the flat form
 def test_a_symbolic_conv_writes_whole_vectors_of_its_gelu_epilogue(c, k):
     # the last vector of each row is split off its loop, so that the others need no

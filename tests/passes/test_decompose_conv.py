@@ -197,6 +197,22 @@ def test_pool(op_type, x_shape, attrs):
     assert computed(out).count("prim.slice") == taps
 
 
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+def test_a_pool_over_a_symbolic_axis_slices_its_static_axes(op_type):
+    # PLCMOS pools [1, 4] windows over [frames, 257]: the static axis is strided slices
+    # (affine loads), the symbolic one, which every window reads whole, no gather at all
+    out = decomposed(op_type, {"x": normal(1, 2, 5, 17)}, shapes={"x": [1, 2, "T", 17]},
+                     kernel_shape=[1, 4], strides=[1, 4])
+    text = computed(out)
+    assert text.count("prim.slice") == 4 and "prim.gather" not in text
+    # a window along the symbolic axis gathers there, and still slices the static one
+    out = decomposed(op_type, {"x": normal(1, 2, 7, 9)}, shapes={"x": [1, 2, "T", 9]},
+                     kernel_shape=[3, 2], strides=[2, 2], pads=[1, 0, 1, 0])
+    text = computed(out)
+    taps = 6 * (2 if op_type == "AveragePool" else 1)  # the average counts its windows too
+    assert text.count("prim.slice") == taps and text.count("prim.gather") == taps
+
+
 def test_average_pool_divides_by_a_scalar_when_every_window_is_full():
     out = decomposed("AveragePool", {"x": normal(1, 2, 6, 6)}, kernel_shape=[2, 2],
                      strides=[2, 2])

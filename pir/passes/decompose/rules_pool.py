@@ -7,11 +7,15 @@ for every output position, ``[N, C, O...]``.  The taps are combined with ``prim.
 pool) or ``prim.add`` (average and Lp pools; the average divides by a constant array of
 window sizes).  Global pools are plain reductions.
 
-Over symbolic spatial dims a slice's limit is no integer, so each tap is instead a
-``prim.gather`` per spatial axis of the positions ``iota(O) * stride + offset`` (O an
-expression of the input dims, pir.ir.dimexpr), from the input padded by the (static) pads
-plus ``stride - 1`` at the end, which no window of ceil_mode reads past.  The average's
-window sizes are then the same taps summed over a padded tensor of ones.
+Over a symbolic spatial axis a slice's limit is no integer, so along it a tap is instead a
+``prim.gather`` of the positions ``iota(O) * stride + offset`` (O an expression of the input
+dims, pir.ir.dimexpr), from the input padded by the (static) pads plus ``stride - 1`` at the
+end, which no window of ceil_mode reads past; a tap that reads the whole axis (a kernel of 1,
+stride 1, no pads: PLCMOS pools ``[1, 4]`` windows over ``[frames, 257]``) is no gather at
+all.  The static axes of the same input keep their strided slices: a gather by a table of
+positions is a load per element that the kernels cannot vectorize, a strided slice is
+affine (PLCMOS's pools took 8 ms as gathers).  The average's window sizes are then the same
+taps summed over a padded tensor of ones.
 
 Max pooling of the reference runtime skips NaN (numpy's ``fmax``, as ONNX Runtime's does),
 while ``prim.max`` propagates it: the two differ only on inputs holding NaN.
@@ -52,46 +56,43 @@ def _pool_window(b: PrimBuilder, op: Operation) -> tuple[tuple, Window]:
 
 def window_taps(b: PrimBuilder, x: Value, spatial: tuple, win: Window,
                 pad_value) -> list[Value]:
-    """One ``[N, C, O...]`` strided slice of the padded ``x`` per kernel offset."""
-    if not all(isinstance(d, int) for d in spatial):
-        return _gathered_taps(b, x, win, pad_value)
-    dtype = tensor(x).dtype
-    after = [(o - 1) * s + span - size - pb for size, pb, o, s, span in
-             zip(spatial, win.pads_begin, win.out, win.strides, win.span)]
+    """One ``[N, C, O...]`` tap of the padded ``x`` per kernel offset (see the module
+    docstring): per spatial axis a strided slice where the axis is static, a gather of its
+    positions where it is symbolic, nothing where the offset reads the whole axis."""
+    static = [isinstance(d, int) for d in spatial]
+    # pads after: exactly what the last window reads on a static axis; on a symbolic one
+    # stride - 1 more, which no window reads past (the output size is an expression)
+    after = [(o - 1) * s + span - size - pb if st else pe + s - 1
+             for st, size, pb, pe, o, s, span in zip(static, spatial, win.pads_begin,
+                                                    win.pads_end, win.out, win.strides,
+                                                    win.span)]
     if any(win.pads_begin) or any(after):
-        x = b.op("pad", x, b.const(pad_value, dtype), edge_padding_low=(0, 0, *win.pads_begin),
-                 edge_padding_high=(0, 0, *after))
-    axes = tuple(range(2, 2 + len(spatial)))
-    taps = []
-    for pos in itertools.product(*(range(k) for k in win.kernel)):
-        starts = tuple(p * d for p, d in zip(pos, win.dilations))
-        limits = tuple(st + (o - 1) * s + 1 for st, o, s in zip(starts, win.out, win.strides))
-        taps.append(b.op("slice", x, start_indices=starts, limit_indices=limits,
-                         strides=win.strides, axes=axes))
-    return taps
-
-
-def _gathered_taps(b: PrimBuilder, x: Value, win: Window, pad_value) -> list[Value]:
-    """The taps of :func:`window_taps` over symbolic spatial dims: gathers of the positions
-    each kernel offset reads (see the module docstring)."""
-    dtype = tensor(x).dtype
-    high = tuple(pe + s - 1 for pe, s in zip(win.pads_end, win.strides))
-    if any(win.pads_begin) or any(high):
-        x = b.op("pad", x, b.const(pad_value, dtype), edge_padding_low=(0, 0, *win.pads_begin),
-                 edge_padding_high=(0, 0, *high))
+        x = b.op("pad", x, b.const(pad_value, tensor(x).dtype),
+                 edge_padding_low=(0, 0, *win.pads_begin), edge_padding_high=(0, 0, *after))
+    padded = tensor(x).shape
     positions = {}  # (axis, offset) -> the i64 positions it reads, made once
     taps = []
     for pos in itertools.product(*(range(k) for k in win.kernel)):
+        starts = tuple(p * d for p, d in zip(pos, win.dilations))
+        sliced = [i for i in range(len(spatial)) if static[i]]
         t = x
-        for i, (p, o, s, d) in enumerate(zip(pos, win.out, win.strides, win.dilations)):
-            if (i, p) not in positions:
+        if sliced:
+            t = b.op("slice", x, start_indices=tuple(starts[i] for i in sliced),
+                     limit_indices=tuple(starts[i] + (win.out[i] - 1) * win.strides[i] + 1
+                                         for i in sliced),
+                     strides=tuple(win.strides[i] for i in sliced),
+                     axes=tuple(2 + i for i in sliced))
+        for i, (start, o, s) in enumerate(zip(starts, win.out, win.strides)):
+            if static[i] or (s == 1 and start == 0 and o == padded[2 + i]):
+                continue
+            if (i, start) not in positions:
                 idx = iota(b, (o,), 0)
                 if s != 1:
                     idx = b.mul(idx, b.const(s, I64))
-                if p * d:
-                    idx = b.add(idx, b.const(p * d, I64))
-                positions[(i, p)] = idx
-            t = b.op("gather", t, positions[(i, p)], axis=2 + i)
+                if start:
+                    idx = b.add(idx, b.const(start, I64))
+                positions[(i, start)] = idx
+            t = b.op("gather", t, positions[(i, start)], axis=2 + i)
         taps.append(t)
     return taps
 
@@ -156,7 +157,7 @@ def average_pool(b: PrimBuilder, op: Operation) -> list[Value]:
                       edge_padding_high=(0, 0, *win.pads_end))
         win = Window(win.kernel, win.strides, win.dilations, (0,) * len(win.out),
                      (0,) * len(win.out), win.out)
-    counts = _combine(b, "add", _gathered_taps(b, inside, win, 0))
+    counts = _combine(b, "add", window_taps(b, inside, spatial, win, 0))
     return [b.cast(b.div(total, b.broadcast_to(counts, tensor(total).shape)), dtype)]
 
 
