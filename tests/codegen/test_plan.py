@@ -497,6 +497,54 @@ module @m {
     assert calls == [1, 4]  # and the pool got its four threads back
 
 
+def test_a_loop_of_small_kernels_runs_on_one_thread_without_switching_per_iteration(
+        monkeypatch):
+    # a recurrent step's kernels are small: the scan as a whole runs on one thread, rather
+    # than its body's plan switching the pool to one thread and back on every iteration
+    import pir.runtimes.tvm.plan as plan_mod
+
+    now, calls = [4], []
+    monkeypatch.setattr(plan_mod, "threads", lambda: now[0])
+
+    def set_threads(n: int) -> None:
+        calls.append(n)
+        now[0] = n
+    monkeypatch.setattr(plan_mod, "set_threads", set_threads)
+    f32 = onnx.TensorProto.FLOAT
+    body = oh.make_graph(
+        [oh.make_node("Add", ["s_in", "e"], ["s_out"]), oh.make_node("Tanh", ["s_out"], ["o"])],
+        "body", [oh.make_tensor_value_info("s_in", f32, [4]),
+                 oh.make_tensor_value_info("e", f32, [4])],
+        [oh.make_tensor_value_info("s_out", f32, [4]), oh.make_tensor_value_info("o", f32, [4])])
+    nodes = [oh.make_node("Scan", ["s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1),
+             oh.make_node("Exp", ["big"], ["b"])]
+    graph = oh.make_graph(
+        nodes, "g", [oh.make_tensor_value_info("s0", f32, [4]),
+                     oh.make_tensor_value_info("x", f32, [6, 4]),
+                     oh.make_tensor_value_info("big", f32, [512, 256])],
+        [oh.make_tensor_value_info(n, f32, None) for n in ("s", "ys", "b")])
+    module = import_model(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 16)]))
+    PassManager(parse_pipeline("decompose,canonicalize,fold,cse,dce,shapes,fuse")).run(module)
+    codegen_module(module, "llvm")
+    fn = module.funcs[0]
+    interp = TvmInterpreter(module)
+    rng = np.random.default_rng(12)
+    feeds = {"s0": rng.standard_normal(4).astype(np.float32),
+             "x": rng.standard_normal((6, 4)).astype(np.float32),
+             "big": rng.standard_normal((512, 256)).astype(np.float32)}
+    for _ in range(2):  # the first run makes the body's plan, the second follows it
+        calls.clear()
+        got = interp.run(fn, feeds)
+        assert calls == [1, 4], calls  # once around the scan, not once per step
+    want, s = [], feeds["s0"]
+    for row in feeds["x"]:
+        s = s + row
+        want.append(np.tanh(s))
+    np.testing.assert_allclose(got["s"], s, rtol=1e-6)
+    np.testing.assert_allclose(got["ys"], np.stack(want), rtol=1e-6)
+    np.testing.assert_allclose(got["b"], np.exp(feeds["big"]), rtol=1e-6)
+
+
 def test_a_value_a_region_reads_keeps_its_slot_until_the_region_has_run():
     # an nn.if branch reads %a from the enclosing block without naming it as an operand of
     # the nn.if; the plan must count that use, or %d (same size, made after %a's last

@@ -177,6 +177,7 @@ class Plan:
         self.outputs = OutputPool()  # buffers of the arrays a run returns
         self.staging: dict[int, np.ndarray] = {}  # aligned copies of misaligned inputs
         self._staged_tensors: dict[int, tvm.runtime.Tensor] = {}  # and their TVM tensors
+        self._misaligned: set[int] = set()  # the inputs staged in the last run
         # the TVM tensor of each input a kernel reads, made once a run (not once a use)
         self.arg_tensors: dict[Value, tvm.runtime.Tensor] = {}
         self._kernel_args: set[Value] = set()
@@ -310,7 +311,8 @@ class Plan:
                 if self._planned(op) and not self._sized(op):
                     self.unsized = True
                 self.steps.append((op, self._reference_step(op)))
-            self.small.append(None)
+            self.small.append(self._small_region(op) if op.regions else None)
+        self._any_small = any(self.small)
 
     def _checked(self, op: Operation, step: Callable[[], None]) -> Callable[[], None]:
         """``step``, first checking the learned dims that size it (see ``learned``)."""
@@ -346,6 +348,14 @@ class Plan:
                 return False
             total += int(np.prod(shape, dtype=np.int64))
         return total < SMALL_STEP
+
+    def _small_region(self, op: Operation) -> bool | None:
+        """For a control-flow op, True when every kernel of its regions is small at this
+        binding: the op then runs on one thread as a whole, so that the plan of a loop body
+        does not switch the pool to one thread and back on every iteration (4 us of a GRU
+        step's 14 in PLCMOS, at two threads).  None (the current count) otherwise."""
+        kernels = [o for o in op.walk() if isinstance(o, TvmKernelOp)]
+        return True if kernels and all(self._small(k) for k in kernels) else None
 
     def _sized(self, op: Operation) -> bool:
         """Whether the binding fixes the size of every result of ``op`` and of every dim
@@ -447,17 +457,18 @@ class Plan:
         values = self.interp.values
         shared = self.interp.shared_tensors
         for i, (a, arr) in enumerate(zip(self.block.args, args)):
-            values[a] = arr = self._aligned(i, arr)
             if a in self._kernel_args:
-                self.arg_tensors[a] = t = self._input_tensor(i, arr)
+                arr, t = self._kernel_input(i, arr)
+                self.arg_tensors[a] = t
                 shared[a] = (arr, t)
+            values[a] = arr  # (only kernels need 64-byte aligned memory)
         values.update(self.constants)
         # the dims the planned kernels compute, for the reference rules that need them
         self.interp.symbols.update(self.bind)
         interp = self.interp
         prof = interp.profile
         many = threads()
-        if many > 1 and any(self.small):
+        if many > 1 and self._any_small:
             steps = self._on_fewer_threads(many)
         else:
             steps = (step for _, step in self.steps)
@@ -541,6 +552,24 @@ class Plan:
         finally:
             if now != many:
                 set_threads(many)
+
+    def _kernel_input(self, i: int, arr) -> tuple[np.ndarray, tvm.runtime.Tensor]:
+        """Input ``i``, which a kernel reads, and its TVM tensor: sharing the caller's array
+        where TVM can, else over an aligned staging copy (:meth:`_aligned`).  Asking numpy
+        for an array's address costs 2 us, DLPack's own check 0.3: a loop body's run, which
+        takes its inputs afresh every iteration, tries DLPack first unless the input was
+        misaligned the last time."""
+        arr = np.asarray(arr)
+        if i not in self._misaligned and arr.size and arr.flags.c_contiguous \
+                and arr.flags.writeable:
+            try:
+                return arr, tvm.runtime.from_dlpack(arr)
+            except (BufferError, RuntimeError, TypeError, ValueError):
+                self._misaligned.add(i)  # (or a dtype DLPack cannot carry: staged below)
+        arr = self._aligned(i, arr)
+        if arr is not self.staging.get(i):
+            self._misaligned.discard(i)  # aligned again: try DLPack first next time
+        return arr, self._input_tensor(i, arr)
 
     def _input_tensor(self, i: int, arr: np.ndarray) -> tvm.runtime.Tensor:
         """The TVM tensor of input ``i`` (``arr``, as :meth:`_aligned` gave it): the staging
