@@ -213,7 +213,9 @@ class TvmInterpreter(Interpreter):
         self.planned = planned
         self._plans: dict = {}
         self._region_plans: dict = {}  # (block, its dims' sizes) -> Plan, or None: interpret
-        self._region_dims: dict = {}  # block -> the symbols its ops' types and kernels use
+        # block -> the symbols its ops' types and kernels use, sorted (False: a block that
+        # is no region of a control-flow op, or a program without kernels: interpreted)
+        self._region_dims: dict = {}
         # value -> (its array in a run, the TVM tensor over it), from the plans that made
         # them: the plan of a region reads the enclosing block's tensors (see Plan)
         self.shared_tensors: dict = {}
@@ -268,17 +270,20 @@ class TvmInterpreter(Interpreter):
         every op sits in one branch (Silero VAD's per-sample-rate ``If``) otherwise pays the
         interpreter's cost per op and per run.  A function's entry (a call) and a block a
         plan cannot size are interpreted."""
-        parent = block.parent.parent if block.parent is not None else None
-        if self.depth == 0 or not self.planned or self.program is None \
-                or self.program.module is None or parent is None \
-                or parent.name not in CONTROL_FLOW:
-            return super().run_block(block, args)
-        dims = self._region_dims.get(block)
+        dims = self._region_dims.get(block)  # (a loop body runs once per iteration)
         if dims is None:
-            dims = self._region_dims[block] = self._dims_of(block)
-        sizes = {d: self.symbols[d] for d in dims if d in self.symbols}
-        key = (block, tuple(sorted(sizes.items())))
-        if key not in self._region_plans:
+            parent = block.parent.parent if block.parent is not None else None
+            planned = self.program is not None and self.program.module is not None \
+                and parent is not None and parent.name in CONTROL_FLOW
+            dims = self._region_dims[block] = \
+                tuple(sorted(self._dims_of(block))) if planned else False
+        if dims is False or self.depth == 0 or not self.planned:
+            return super().run_block(block, args)
+        symbols = self.symbols
+        sizes = {d: symbols[d] for d in dims if d in symbols}
+        key = (block, tuple(sizes.items()))
+        plan = self._region_plans.get(key, _UNPLANNED)
+        if plan is _UNPLANNED:
             plan = Plan(self, block, sizes)
             if not plan.unsized:
                 self._region_plans[key] = plan
@@ -289,7 +294,6 @@ class TvmInterpreter(Interpreter):
                 plan = Plan(self, block, {**sizes, **learned}, learned=frozenset(learned))
                 self._region_plans[key] = None if plan.unsized else plan
                 return outs
-        plan = self._region_plans[key]
         if plan is None:
             return super().run_block(block, args)
         try:
@@ -331,6 +335,9 @@ class TvmInterpreter(Interpreter):
         for r, arr in zip(op.results, out):
             self.check(r, arr, ResultOf(r, op))
             values[r] = arr
+
+
+_UNPLANNED = object()  # a region block not seen yet at a binding
 
 
 def _size(d, sizes: dict[str, int]) -> int:
