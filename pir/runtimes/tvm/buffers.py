@@ -12,9 +12,10 @@ import numpy as np
 
 import tvm
 
+from pir.ir.types import DType
 from pir.runtimes.aligned import ALIGN, aligned, aligned_empty
 
-__all__ = ["ALIGN", "OutputPool", "aligned_empty", "as_tvm", "contiguous"]
+__all__ = ["ALIGN", "OutputPool", "aligned_empty", "as_tvm", "contiguous", "shareable"]
 
 
 class OutputPool:
@@ -84,3 +85,16 @@ def contiguous(a) -> np.ndarray:
     """A C-contiguous array of the same shape (np.ascontiguousarray makes 0-d arrays 1-d)."""
     a = np.asarray(a)
     return a if a.flags.c_contiguous else np.array(a, order="C")
+
+
+#: Element types numpy shares with TVM through DLPack (bfloat16 and the f8 types are
+#: ml_dtypes that numpy cannot export: their results take the interpreter's path, a copy).
+_DLPACK_KINDS = frozenset("biuf")
+
+
+def shareable(dtype: DType, shape: tuple[int, ...]) -> bool:
+    """A result the plan can give a buffer TVM writes in place: a dtype DLPack knows, and at
+    least one element (TVM refuses the zero strides of an empty numpy array)."""
+    np_dtype = np.dtype(dtype.numpy)
+    return (np_dtype.kind in _DLPACK_KINDS and np_dtype.itemsize in (1, 2, 4, 8)
+            and np_dtype.name in np.sctypeDict and 0 not in shape)

@@ -39,8 +39,9 @@ from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
 from pir.ir import dimexpr
 from pir.runtimes.hugepages import SMALL_CHUNK, Arena
-from pir.runtimes.tvm.buffers import ALIGN, OutputPool, aligned_empty, as_tvm
+from pir.runtimes.tvm.buffers import OutputPool, as_tvm, shareable
 from pir.runtimes.tvm.signature import kernel_failure
+from pir.runtimes.tvm.staging import InputStaging
 from pir.ir.core import Block, Operation, Value
 from pir.ir.dialects.builtin import ConstantOp, constant_value
 from pir.ir.dialects.kernel import TvmKernelOp
@@ -84,19 +85,6 @@ def matmul_form(op: Operation) -> tuple[bool, bool] | None:
     if rc == [nb + 1]:
         return lhs_t, True  # [..., N, K]
     return None
-
-
-#: Element types numpy shares with TVM through DLPack (bfloat16 and the f8 types are
-#: ml_dtypes that numpy cannot export: their results take the interpreter's path, a copy).
-_DLPACK_KINDS = frozenset("biuf")
-
-
-def _shareable(dtype: DType, shape: tuple[int, ...]) -> bool:
-    """A result the plan can give a buffer TVM writes in place: a dtype DLPack knows, and at
-    least one element (TVM refuses the zero strides of an empty numpy array)."""
-    np_dtype = np.dtype(dtype.numpy)
-    return (np_dtype.kind in _DLPACK_KINDS and np_dtype.itemsize in (1, 2, 4, 8)
-            and np_dtype.name in np.sctypeDict and 0 not in shape)
 
 
 def _reads(op: Operation) -> list[Value]:
@@ -175,9 +163,8 @@ class Plan:
         self.constants: dict[Value, np.ndarray] = {}
         self.steps: list[tuple[Operation, Callable[[], None]]] = []
         self.outputs = OutputPool()  # buffers of the arrays a run returns
-        self.staging: dict[int, np.ndarray] = {}  # aligned copies of misaligned inputs
-        self._staged_tensors: dict[int, tvm.runtime.Tensor] = {}  # and their TVM tensors
-        self._misaligned: set[int] = set()  # the inputs staged in the last run
+        self.inputs = InputStaging()  # the inputs' TVM tensors, aligned copies where needed
+        self.staging = self.inputs.staging
         # the TVM tensor of each input a kernel reads, made once a run (not once a use)
         self.arg_tensors: dict[Value, tvm.runtime.Tensor] = {}
         self._kernel_args: set[Value] = set()
@@ -222,7 +209,7 @@ class Plan:
                     self.symbols = solve(self.program.kernel(op).derived, self.symbols)
                 for r in op.results:
                     shape = bound_shape(r.type, self.symbols)
-                    if shape is None or not _shareable(r.type.dtype, shape):
+                    if shape is None or not shareable(r.type.dtype, shape):
                         continue  # run as the interpreter runs it
                     nbytes = int(np.prod(shape, dtype=np.int64)) * r.type.dtype.numpy.itemsize
                     if r in escaping:  # a slot of its own, a new buffer every run
@@ -458,7 +445,7 @@ class Plan:
         shared = self.interp.shared_tensors
         for i, (a, arr) in enumerate(zip(self.block.args, args)):
             if a in self._kernel_args:
-                arr, t = self._kernel_input(i, arr)
+                arr, t = self.inputs.kernel_input(i, arr)
                 self.arg_tensors[a] = t
                 shared[a] = (arr, t)
             values[a] = arr  # (only kernels need 64-byte aligned memory)
@@ -510,7 +497,7 @@ class Plan:
         # reshaped input): a copy, since the next run overwrites the staging buffer (a
         # kernel's result, written into a slot, views no input)
         return [given[v] if v in given else values[v] if v in self.slot_of
-                else self._own(values[v]) for v in term.operands]
+                else self.inputs.own(values[v]) for v in term.operands]
 
     def _keeping(self, steps, kept: dict):
         """``steps``, each followed by a copy, into ``kept``, of the values its op made in
@@ -552,56 +539,3 @@ class Plan:
         finally:
             if now != many:
                 set_threads(many)
-
-    def _kernel_input(self, i: int, arr) -> tuple[np.ndarray, tvm.runtime.Tensor]:
-        """Input ``i``, which a kernel reads, and its TVM tensor: sharing the caller's array
-        where TVM can, else over an aligned staging copy (:meth:`_aligned`).  Asking numpy
-        for an array's address costs 2 us, DLPack's own check 0.3: a loop body's run, which
-        takes its inputs afresh every iteration, tries DLPack first unless the input was
-        misaligned the last time."""
-        arr = np.asarray(arr)
-        if i not in self._misaligned and arr.size and arr.flags.c_contiguous \
-                and arr.flags.writeable:
-            try:
-                return arr, tvm.runtime.from_dlpack(arr)
-            except (BufferError, RuntimeError, TypeError, ValueError):
-                self._misaligned.add(i)  # (or a dtype DLPack cannot carry: staged below)
-        arr = self._aligned(i, arr)
-        if arr is not self.staging.get(i):
-            self._misaligned.discard(i)  # aligned again: try DLPack first next time
-        return arr, self._input_tensor(i, arr)
-
-    def _input_tensor(self, i: int, arr: np.ndarray) -> tvm.runtime.Tensor:
-        """The TVM tensor of input ``i`` (``arr``, as :meth:`_aligned` gave it): the staging
-        copy's, made with the copy; else one sharing ``arr`` (DLPack) where TVM can."""
-        staged = self._staged_tensors.get(i)
-        if staged is not None and arr is self.staging.get(i):
-            return staged
-        if arr.size and arr.flags.writeable and arr.flags.c_contiguous:
-            try:
-                return tvm.runtime.from_dlpack(arr)
-            except (BufferError, RuntimeError, TypeError, ValueError):
-                pass  # misaligned, or a dtype numpy can not export
-        return as_tvm(arr, tvm.cpu())[0]
-
-    def _own(self, arr):
-        if any(np.may_share_memory(arr, s) for s in self.staging.values()):
-            return np.array(arr)
-        return arr
-
-    def _aligned(self, i: int, arr) -> np.ndarray:
-        """Input ``i``, or a copy of it in 64-byte aligned memory kept for the next run.
-        numpy aligns large arrays to 16 bytes; a kernel needs 64 (``buffers.as_tvm``), and a
-        fresh aligned copy per run costs a page fault per 4 KB: for a [16384, 768] float32
-        input that was 4.4 ms against a 2.6 ms kernel (bench/kernels.py, "pir run")."""
-        arr = np.asarray(arr)
-        if not arr.size or not arr.flags.c_contiguous or not arr.ctypes.data % ALIGN:
-            return arr
-        copy = self.staging.get(i)
-        if copy is None or copy.shape != arr.shape or copy.dtype != arr.dtype:
-            copy = self.staging[i] = aligned_empty(arr.shape, arr.dtype)
-            self._staged_tensors.pop(i, None)
-            if _shareable(DType.from_numpy(arr.dtype), arr.shape):
-                self._staged_tensors[i] = tvm.runtime.from_dlpack(copy)
-        np.copyto(copy, arr)
-        return copy
