@@ -231,6 +231,12 @@ class Interpreter:
         finally:
             self.depth -= 1
 
+    def run_scan(self, op: Operation, states: list[np.ndarray],
+                 xs: list[np.ndarray]) -> tuple | None:
+        """All the iterations of ``op`` (an nn.scan) at once, where a runtime can: its
+        results, or None to run the body once per iteration (the reference does)."""
+        return None
+
     def run_block(self, block: Block, args: list[np.ndarray]) -> list[np.ndarray]:
         """Run a block on its argument arrays; return the terminator's operand arrays."""
         values = self.values

@@ -38,6 +38,7 @@ from pir.runtimes.hugepages import Arena
 from pir.runtimes.reference.interpreter import CONTROL_FLOW, DimConflict, Interpreter, ResultOf
 from pir.runtimes.tvm.buffers import aligned_empty, as_tvm, contiguous
 from pir.runtimes.tvm.library import build_library, build_sources
+from pir.runtimes.tvm.native_loop import ScanLoop
 from pir.runtimes.tvm.plan import Plan
 from pir.runtimes.tvm.signature import check_signature, kernel_failure
 
@@ -219,6 +220,8 @@ class TvmInterpreter(Interpreter):
         # value -> (its array in a run, the TVM tensor over it), from the plans that made
         # them: the plan of a region reads the enclosing block's tensors (see Plan)
         self.shared_tensors: dict = {}
+        self.check_bounds = check_bounds
+        self._scan_loops: dict = {}  # a scan body's plan -> its ScanLoop, or None: per iteration
 
     def profile_key(self, op) -> tuple[str, str]:
         """A compiled kernel's entry is ("kernel", its symbol); other ops' as the reference's."""
@@ -306,6 +309,27 @@ class TvmInterpreter(Interpreter):
         for d in plan.learned:
             self.symbols.pop(d, None)
         return super().run_block(block, args)
+
+    def run_scan(self, op, states, xs):
+        """A scan whose body's plan is compiled kernels only runs every iteration in one
+        native call (pir.runtimes.tvm.native_loop), once that plan exists: the first run
+        of the scan makes it, one iteration through run_block.  Runs that check or profile
+        each op, and kernels built with bounds checks, keep the per-iteration path."""
+        if self.keep_values or self.profile is not None or self.check_bounds:
+            return None
+        block = op.body.block
+        dims = self._region_dims.get(block)
+        if dims is None or dims is False or self.depth == 0 or not self.planned:
+            return None  # (a body run_block has not planned yet)
+        symbols = self.symbols
+        plan = self._region_plans.get((block, tuple((d, symbols[d]) for d in dims
+                                                    if d in symbols)))
+        if plan is None:
+            return None
+        loop = self._scan_loops.get(plan, _UNPLANNED)
+        if loop is _UNPLANNED:
+            loop = self._scan_loops[plan] = ScanLoop.build(op, plan)
+        return None if loop is None else loop.run(self, states, xs)
 
     def _dims_of(self, block) -> frozenset[str]:
         """The symbols of every type in ``block`` (its arguments, the values its ops read

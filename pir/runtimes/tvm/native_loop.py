@@ -1,0 +1,335 @@
+"""A scan whose body is compiled kernels only, run in one native call (native_loop.c).
+
+After ``decompose``, an LSTM or GRU is an ``nn.scan`` whose body is three or four small
+kernels a step.  Run by the interpreter, each iteration costs a body plan's run
+(pir.runtimes.tvm.plan), 10-15 us of Python for 2-3 us of kernels: PLCMOS's GRUs (hidden
+size 32, 4 x 245 steps) took 14 ms where ONNX Runtime's took 0.75.  A :class:`ScanLoop`
+prepares, once per body plan, the argument list of every kernel call of an iteration
+(constants, the plan's slots, integer dims), with one ``DLTensor`` for each value that
+changes per iteration; a run then gives those their memory and runs every iteration in C:
+
+* the rows of each scan input, read in place (a copy of the input only where it is not
+  64-byte aligned, as TVM needs);
+* the rows of each scan output, written in place into the stacked result;
+* each state: the row of the scan output it also is (a GRU's output is its state), else two
+  buffers used in turn, so that an iteration never overwrites the state it reads.
+
+What this cannot express runs as before, one plan run per iteration: a body with an op that
+is no kernel, scan axes other than 0, rows whose size is no multiple of 64 bytes, a body
+output that is one of its arguments or two of its outputs, dims a run must learn, and runs
+that check or profile each op (``pir run --check``, profiles).  The C file is compiled once
+per machine into the kernel cache, with the compiler TVM links kernels with; where that
+fails, every scan takes the interpreter's path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import pathlib
+import tempfile
+
+import numpy as np
+
+import tvm
+import tvm_ffi
+
+from pir.cache import private_dir
+from pir.errors import PirError
+from pir.ir.core import Operation, Value
+from pir.ir.dialects.kernel import TvmKernelOp
+from pir.ir.types import bound_shape
+from pir.runtimes.aligned import ALIGN, aligned_empty
+
+__all__ = ["ScanLoop", "native_loops"]
+
+_SOURCE = pathlib.Path(__file__).with_name("native_loop.c")
+_ROWS, _SWAP, _PREVIOUS = 0, 1, 2
+_DL_TENSOR_PTR, _INT, _TENSOR = 7, 1, 70  # TVMFFITypeIndex (tvm/ffi/c_api.h)
+_DL_CODES = {"i": 0, "u": 1, "f": 2}  # DLDataTypeCode
+_FFI_LIB = pathlib.Path(tvm_ffi.__file__).parent / "lib" / "libtvm_ffi.so"
+
+
+class _Device(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
+                ("dtype", _DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class _Any(ctypes.Structure):  # TVMFFIAny: a type index, 4 bytes of padding, 8 of value
+    _fields_ = [("type_index", ctypes.c_int32), ("zero_padding", ctypes.c_uint32),
+                ("value", ctypes.c_uint64)]
+
+
+class _Seq(ctypes.Structure):  # pir_seq
+    _fields_ = [("kind", ctypes.c_int32), ("reverse", ctypes.c_int32), ("of", ctypes.c_int32),
+                ("base", ctypes.c_void_p), ("other", ctypes.c_void_p),
+                ("stride", ctypes.c_int64)]
+
+
+_LOADED: list = []  # [the C entry or None], once a process
+
+
+def native_loops():
+    """The compiled ``pir_run_loop`` and TVM's ``TVMFFIFunctionCall``, or None where the C
+    file does not build here (every scan then runs through its plan, as before)."""
+    if _LOADED:
+        return _LOADED[0]
+    _LOADED.append(None)
+    from tvm.support import cc
+
+    source = _SOURCE.read_text()
+    include = pathlib.Path(tvm_ffi.__file__).parent / "include"
+    key = hashlib.sha256((source + str(include)).encode()).hexdigest()[:16]
+    path = private_dir("tvm") / f"native_loop-{key}.so"  # beside the kernels (executor)
+    try:
+        if not path.exists():
+            fd, tmp = tempfile.mkstemp(prefix=".native_loop.", suffix=".so", dir=path.parent)
+            os.close(fd)
+            try:
+                cc.create_shared(tmp, [str(_SOURCE)], options=["-O2", "-I", str(include)])
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+        lib = ctypes.CDLL(str(path))
+        ffi = ctypes.CDLL(str(_FFI_LIB))
+    except (OSError, RuntimeError):
+        return None  # no compiler, or one TVM cannot drive: the plans' path
+    run = lib.pir_run_loop
+    run.restype = ctypes.c_int
+    ffi.TVMFFIErrorMoveFromRaised.restype = None
+    _LOADED[0] = (run, ctypes.cast(ffi.TVMFFIFunctionCall, ctypes.c_void_p), ffi)
+    return _LOADED[0]
+
+
+def _dl_dtype(dtype: np.dtype) -> _DType | None:
+    code = _DL_CODES.get(dtype.kind)
+    return None if code is None else _DType(code, dtype.itemsize * 8, 1)
+
+
+class ScanLoop:
+    """The iterations of one ``nn.scan`` under one plan of its body: :meth:`run` them, or
+    None from :meth:`build` where the body or the scan is not of the form this runs."""
+
+    @classmethod
+    def build(cls, op: Operation, plan) -> ScanLoop | None:
+        if native_loops() is None or plan.assumed or plan.unsized:
+            return None
+        n, m = op.num_states, op.num_scan_inputs
+        block = op.body.block
+        steps = [o for o, _ in plan.steps]
+        if not steps or not all(isinstance(o, TvmKernelOp) for o in steps) \
+                or any(o.parent is not block for o in steps):
+            return None
+        outs = list(block.ops[-1].operands)
+        produced = {r: o for o in steps for r in o.results}
+        if any(v not in produced or not plan.slots[plan.slot_of[v]].fresh for v in outs) \
+                or len(set(outs[n:])) != len(outs[n:]) or len(set(outs[:n])) != n:
+            return None  # an output that is an argument, a constant, or two scan outputs
+        for k, ax in enumerate(op.scan_output_axes or ()):
+            if ax % (len(op.results[n + k].type.shape or ()) or 1) != 0:
+                return None
+        self = cls(op, plan, n, m)
+        return self if self._prepare() else None
+
+    def __init__(self, op: Operation, plan, n: int, m: int):
+        self.op, self.plan, self.n, self.m = op, plan, n, m
+        self.block = op.body.block
+        self.keep: list = []  # what the argument list points into, alive as long as it is
+        self.runs = 0  # runs of the whole scan in C (pir run --explain-style diagnostics, tests)
+
+    def _tensor_for(self, v: Value, shape: tuple[int, ...], dtype: np.dtype) -> _DLTensor | None:
+        """The one DLTensor of a value that changes per iteration (its data set per run)."""
+        t = self.patched.get(v)
+        if t is None:
+            code = _dl_dtype(dtype)
+            if code is None:
+                return None
+            dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
+            t = _DLTensor(None, _Device(1, 0), len(shape), code, dims, None, 0)
+            self.keep.append(dims)
+            self.patched[v] = t
+            self.shapes[v] = tuple(shape)
+            self.row_bytes[v] = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        return t
+
+    def _prepare(self) -> bool:
+        plan, block = self.plan, self.block
+        self.patched: dict[Value, _DLTensor] = {}
+        self.shapes: dict[Value, tuple[int, ...]] = {}
+        self.row_bytes: dict[Value, int] = {}
+        self.dtypes: dict[Value, np.dtype] = {}
+        for a in block.args:
+            shape = bound_shape(a.type, plan.symbols)
+            if shape is None:
+                return False
+            self.dtypes[a] = np.dtype(a.type.dtype.numpy)
+            if self._tensor_for(a, shape, self.dtypes[a]) is None:
+                return False
+        funcs, starts, args = [], [0], []
+        self.outer: list[tuple[int, Value]] = []  # argument positions of enclosing values
+        for op in (o for o, _ in plan.steps):
+            k = plan.program.kernel(op)
+            fn = k.fn
+            if k.one_row is not None:  # as Plan._kernel_step picks it
+                from pir.ir import dimexpr
+
+                rows = dimexpr.evaluate(k.rows, plan.symbols)
+                if rows is not None and rows < k.small_rows:
+                    fn = k.one_row
+            funcs.append(fn.__chandle__())
+            self.keep.append(fn)
+            for v in op.operands:
+                if v in self.patched:
+                    args.append(("ptr", self.patched[v]))
+                elif plan._tensor(v) is not None:
+                    args.append(("tensor", plan._tensor(v)))
+                else:  # a value of the enclosing block: its tensor a run
+                    self.outer.append((len(args), v))
+                    args.append(("outer", v))
+            args += [("tensor", p) for p in k.params]
+            args += [("int", plan.symbols[d]) for d in k.free]
+            for r in op.results:
+                if plan.slots[plan.slot_of[r]].fresh:
+                    view = plan.views[r]
+                    self.dtypes[r] = view.dtype
+                    t = self._tensor_for(r, view.shape, view.dtype)
+                    if t is None:
+                        return False
+                    args.append(("ptr", t))
+                else:
+                    args.append(("tensor", plan._tensor(r)))
+            starts.append(len(args))
+        rows = [*block.args[self.n:], *block.ops[-1].operands[self.n:]]
+        if any(self.row_bytes[v] % ALIGN for v in rows):
+            return False  # a row of a scan input or output would be misaligned (states
+            # live in buffers of their own)
+        self.any_args = (_Any * len(args))()
+        for i, (kind, x) in enumerate(args):
+            a = self.any_args[i]
+            if kind == "ptr":
+                a.type_index, a.value = _DL_TENSOR_PTR, ctypes.addressof(x)
+            elif kind == "tensor":
+                a.type_index, a.value = _TENSOR, x.__chandle__()
+                self.keep.append(x)
+            elif kind == "int":
+                a.type_index, a.value = _INT, int(x) & (2 ** 64 - 1)
+        self.funcs = (ctypes.c_void_p * len(funcs))(*funcs)
+        self.starts = (ctypes.c_int32 * len(starts))(*starts)
+        self.n_calls = len(funcs)
+        values = list(self.patched)
+        self.patch_list = (ctypes.POINTER(_DLTensor) * len(values))(
+            *(ctypes.pointer(self.patched[v]) for v in values))
+        self.patch_values = values
+        self.swap: dict[Value, tuple[np.ndarray, np.ndarray]] = {}
+        return True
+
+    def run(self, interp, states: list[np.ndarray], xs: list[np.ndarray]) -> tuple | None:
+        """The scan's results (its final states, then its stacked outputs), or None when
+        these arrays do not fit the prepared form (the caller then runs the plan)."""
+        op, n, m, block = self.op, self.n, self.m, self.block
+        if any(op.input_axis(j, x.ndim) != 0 for j, x in enumerate(xs)):
+            return None
+        lengths = {x.shape[0] for x in xs}
+        if len(lengths) != 1:
+            return None
+        steps = lengths.pop()
+        if steps == 0:
+            return None
+        keep, seq_of, seqs = [], {}, []
+        for a, x in zip(block.args[n:], xs):  # the scan inputs' rows, read in place
+            if x.shape[1:] != self.shapes[a] or x.dtype != self.dtypes[a]:
+                return None
+            x = _aligned(x)
+            keep.append(x)
+        for a, s in zip(block.args[:n], states):
+            if s.shape != self.shapes[a] or s.dtype != self.dtypes[a]:
+                return None
+        backward = [bool(d) for d in op.scan_input_directions] or [False] * m
+        prepend = [bool(d) for d in op.scan_output_directions] or [False] * len(op.results[n:])
+        outs = list(block.ops[-1].operands)
+        stacked = []
+        for k, v in enumerate(outs[n:]):  # the scan outputs' rows, written in place
+            y = aligned_empty((steps, *self.plan.views[v].shape), self.dtypes[v])
+            stacked.append(y)
+            seq_of[v] = len(seqs)
+            seqs.append(_Seq(_ROWS, prepend[k], 0, y.ctypes.data, None, self.row_bytes[v]))
+        for j, (a, x) in enumerate(zip(block.args[n:], keep)):
+            seq_of[a] = len(seqs)
+            seqs.append(_Seq(_ROWS, backward[j], 0, x.ctypes.data, None, self.row_bytes[a]))
+        finals = []
+        for i, (a, s) in enumerate(zip(block.args[:n], states)):
+            v = outs[i]
+            if v not in seq_of:  # a state that is no scan output: two buffers in turn
+                pair = self.swap.get(v)
+                if pair is None:
+                    shape, dtype = self.plan.views[v].shape, self.dtypes[v]
+                    pair = self.swap[v] = (aligned_empty(shape, dtype),
+                                           aligned_empty(shape, dtype))
+                seq_of[v] = len(seqs)
+                seqs.append(_Seq(_SWAP, 0, 0, pair[0].ctypes.data, pair[1].ctypes.data, 0))
+            first = _aligned(np.ascontiguousarray(s))
+            keep.append(first)
+            seq_of[a] = len(seqs)
+            seqs.append(_Seq(_PREVIOUS, 0, seq_of[v], first.ctypes.data, None, 0))
+            finals.append(v)
+        for pos, v in self.outer:  # values of the enclosing block, fixed for the whole scan
+            arr = interp.values[v]
+            known = interp.shared_tensors.get(v)
+            t = known[1] if known is not None and known[0] is arr else \
+                _as_tensor(arr, keep)
+            keep.append(t)
+            self.any_args[pos].type_index, self.any_args[pos].value = _TENSOR, t.__chandle__()
+        table = (_Seq * len(seqs))(*seqs)
+        order = (ctypes.c_int32 * len(self.patch_values))(
+            *(seq_of[v] for v in self.patch_values))
+        run, call, ffi = native_loops()
+        failed_at = ctypes.c_int64(0)
+        rc = run(call, ctypes.c_int64(steps), ctypes.c_int32(self.n_calls), self.funcs,
+                 self.starts, self.any_args, table, ctypes.c_int32(len(self.patch_values)),
+                 self.patch_list, order, ctypes.byref(failed_at))
+        self.runs += 1
+        if rc:
+            err = ctypes.c_void_p()
+            ffi.TVMFFIErrorMoveFromRaised(ctypes.byref(err))
+            if err.value:
+                ffi.TVMFFIObjectDecRef(err)
+            kernel = [o for o, _ in self.plan.steps][rc - 1]
+            raise PirError(f"{op.describe()}: kernel {kernel.symbol} failed at iteration "
+                           f"{failed_at.value} of the scan")
+        last = []
+        for v in finals:  # the last iteration's states, copied out of the loop's buffers
+            s = seqs[seq_of[v]]
+            if s.kind == _SWAP:
+                last.append(np.array(self.swap[v][(steps - 1) & 1]))
+            else:
+                y = stacked[outs[n:].index(v)]
+                last.append(np.array(y[0 if s.reverse else steps - 1]))
+        return tuple(last) + tuple(stacked)
+
+
+def _aligned(x: np.ndarray) -> np.ndarray:
+    """``x``, or a 64-byte aligned C-ordered copy of it."""
+    if x.flags.c_contiguous and not x.ctypes.data % ALIGN:
+        return x
+    copy = aligned_empty(x.shape, x.dtype)
+    np.copyto(copy, x)
+    return copy
+
+
+def _as_tensor(arr: np.ndarray, keep: list) -> tvm.runtime.Tensor:
+    from pir.runtimes.tvm.buffers import as_tvm
+
+    t, shared = as_tvm(arr, tvm.cpu())
+    keep.append(shared)
+    return t
