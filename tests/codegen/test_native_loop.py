@@ -99,3 +99,18 @@ def test_a_run_that_keeps_every_value_runs_the_body_per_iteration():
         got = interp.run(module.funcs[0], {"x": x})
         np.testing.assert_allclose(got["y"], want[0], rtol=1e-5, atol=1e-5)
     assert not interp._scan_loops
+
+
+def test_a_profile_times_a_native_scan_as_one_entry():
+    model = _recurrent("GRU", 16, "forward")
+    module = _compiled(model)
+    prof: dict = {}
+    interp = TvmInterpreter(module, profile=prof)
+    x = np.random.default_rng(3).standard_normal((9, 1, 24)).astype(np.float32)
+    interp.run(module.funcs[0], {"x": x})  # the first run plans the body, per iteration
+    kernel_calls = sum(n for (what, _), (n, _) in prof.items() if what == "kernel")
+    prof.clear()
+    interp.run(module.funcs[0], {"x": x})
+    assert prof[("op", "nn.scan (native loop)")][0] == 1
+    # the body's kernels ran inside it: fewer kernel entries than the 9 iterations made
+    assert sum(n for (what, _), (n, _) in prof.items() if what == "kernel") < kernel_calls - 8

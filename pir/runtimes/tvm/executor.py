@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import pathlib
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -313,9 +314,10 @@ class TvmInterpreter(Interpreter):
     def run_scan(self, op, states, xs):
         """A scan whose body's plan is compiled kernels only runs every iteration in one
         native call (pir.runtimes.tvm.native_loop), once that plan exists: the first run
-        of the scan makes it, one iteration through run_block.  Runs that check or profile
-        each op, and kernels built with bounds checks, keep the per-iteration path."""
-        if self.keep_values or self.profile is not None or self.check_bounds:
+        of the scan makes it, one iteration through run_block.  A profile has the whole
+        scan as one entry, ``nn.scan (native loop)``.  Runs that keep every value (``pir run
+        --check``) and kernels built with bounds checks keep the per-iteration path."""
+        if self.keep_values or self.check_bounds:
             return None
         block = op.body.block
         dims = self._region_dims.get(block)
@@ -329,7 +331,17 @@ class TvmInterpreter(Interpreter):
         loop = self._scan_loops.get(plan, _UNPLANNED)
         if loop is _UNPLANNED:
             loop = self._scan_loops[plan] = ScanLoop.build(op, plan)
-        return None if loop is None else loop.run(self, states, xs)
+        if loop is None:
+            return None
+        if self.profile is None:
+            return loop.run(self, states, xs)
+        t0 = time.perf_counter()
+        out = loop.run(self, states, xs)
+        if out is not None:
+            entry = self.profile.setdefault(("op", "nn.scan (native loop)"), [0, 0.0])
+            entry[0] += 1
+            entry[1] += time.perf_counter() - t0
+        return out
 
     def _dims_of(self, block) -> frozenset[str]:
         """The symbols of every type in ``block`` (its arguments, the values its ops read
