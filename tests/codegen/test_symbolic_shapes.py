@@ -391,6 +391,22 @@ def test_a_pool_over_a_symbolic_time_axis_loads_its_static_axis_affinely():
     _runs_like_ort(model, module, [{"x": (1, 8, 9, 37)}, {"x": (2, 8, 30, 37)}])
 
 
+def test_the_global_min_and_max_of_a_dynamic_quantization_run_in_vector_lanes():
+    # DynamicQuantizeLinear takes the min and max of its whole input, and the scale read
+    # them in a block without loops, which made TVM's rfactor fail: each was one scalar
+    # chain (Tashkeel's attention, [batch, seq, seq, 512]: 12.5 of 23 ms)
+    nodes = [oh.make_node("DynamicQuantizeLinear", ["x"], ["y", "s", "z"])]
+    model = graph_model(nodes, {"x": ["N", "S", 64]}, ["y", "s", "z"], {})
+    for out in model.graph.output:  # (graph_model declares float outputs)
+        if out.name != "s":
+            out.type.tensor_type.elem_type = onnx.TensorProto.UINT8
+    module, _ = _compile(model)
+    (kernel,) = [op for op in module.walk() if isinstance(op, TvmKernelOp)]
+    partials = re.findall(r"(\w+_rf) = T.sblock_alloc_buffer\(\((\d+),\)", kernel.source)
+    assert len(partials) == 2 and all(n == "16" for _, n in partials), partials
+    _runs_like_ort(model, module, [{"x": (2, 7, 64)}, {"x": (1, 30, 64)}])
+
+
 @pytest.mark.parametrize("c,k", [(32, 1), (16, 3)])  # the row form and the flat form
 def test_a_symbolic_conv_writes_whole_vectors_of_its_gelu_epilogue(c, k):
     # the last vector of each row is split off its loop, so that the others need no

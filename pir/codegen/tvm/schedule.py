@@ -41,6 +41,7 @@ from pir.codegen.tvm.fast_schedule import FastSchedule
 from pir.codegen.tvm import long_sums
 from pir.codegen.tvm.inplace import reuse_output
 from pir.codegen.tvm.prefetch import prefetch_rows
+from pir.codegen.tvm.rfactor import Rfactors
 from pir.codegen.tvm.lower import LoweredKernel
 
 __all__ = ["schedule_cpu", "VECTOR_BYTES", "NO_UNROLL", "NONTEMPORAL"]
@@ -173,7 +174,7 @@ def _uncast(value):
     return value
 
 
-class _Scheduler:
+class _Scheduler(Rfactors):
     def __init__(self, sch: Schedule, kernel: LoweredKernel, vector_bytes: int):
         self.sch = sch
         self.kernel = kernel
@@ -487,76 +488,6 @@ class _Scheduler:
             self._try(tail)
         elif n > 1:
             self._try(lambda: sch.vectorize(inner))
-
-    def vectorize_reduction(self, block, skip: int) -> None:
-        rf = self.rfactor(block)
-        if rf is None:
-            rf = self.rfactor_short(block)
-        if rf is not None:
-            self.vectorize_lanes(rf, skip)
-
-    def rfactor_short(self, block):
-        """Rfactor the innermost reduce loop of ``block`` whole, when it is static and no
-        longer than a vector (2 to ``lanes``) and an outer reduce loop remains: the rows of
-        a global pool's 7 x 7 window, say, are added as vectors of 7, one load each, and
-        the 7 lanes once at the end, where each element was one link of a chain of 49
-        scalar adds ([1, 2048, 7, 7]: 0.057 -> 0.042 ms, the call's numpy round trip
-        included).  Returns the partial-result block, or None (the schedule as it was: on
-        a failure ``self.sch`` is a saved copy, which callers must read again)."""
-        sch = self.sch
-        loops = sch.get_loops(block)
-        iters = sch.get(block).iter_vars
-        n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in iters)
-        # (not a reduction of everything to a scalar: TVM's rfactor fails an internal check
-        # on a 0-d result that another block reads, and a pool has its channels anyway)
-        if n_reduce < 2 or n_reduce == len(iters) or self.store(block) is None:
-            return None
-        extent = sch.get(loops[-1]).extent
-        if not isinstance(extent, tirx.IntImm) or not 2 <= extent.value <= self.lanes(block):
-            return None
-        saved = sch.copy()
-        try:
-            rf = sch.rfactor(loops[-1], factor_axis=0)
-        except Exception:  # noqa: BLE001 - TVM's internal errors too: scheduling is optional
-            self.sch = saved
-            return None
-        self.partials.append((self.store(rf).buffer, (1, int(extent.value))))
-        return rf
-
-    def rfactor(self, block, accumulators: int = 1, lanes: int | None = None):
-        """Split the one reduce loop of ``block`` into chunks x lanes and rfactor the lanes:
-        ``lanes`` partial results accumulate side by side (one vector register), and a short
-        final reduction adds the lanes.  Only for a static extent that the lanes divide.
-        With several ``accumulators`` (fewer when they do not divide the extent), chunks go
-        to them in turn, and a second rfactor adds them lane by lane before the final
-        reduction.  Returns the partial-result block, or None (block untouched)."""
-        sch = self.sch
-        loops = sch.get_loops(block)
-        n_reduce = sum(iv.iter_type == tirx.IterVar.CommReduce for iv in sch.get(block).iter_vars)
-        if n_reduce != 1 or not loops or self.store(block) is None:
-            return None
-        extent = sch.get(loops[-1]).extent  # TE puts the reduce loop innermost
-        lanes = lanes or self.lanes(block)
-        if not isinstance(extent, tirx.IntImm) or extent.value % lanes or extent.value <= lanes:
-            return None
-        while accumulators > 1 and (extent.value % (lanes * accumulators)
-                                    or extent.value <= lanes * accumulators):
-            accumulators //= 2
-        try:
-            _, ki = sch.split(loops[-1], [None, lanes * accumulators])
-            rf = sch.rfactor(ki, factor_axis=0)
-        except ScheduleError:
-            return None
-        self.partials.append((self.store(rf).buffer, (accumulators, lanes)))
-        if accumulators > 1:
-            # the final reduction now adds accumulators x lanes partials: fold the
-            # accumulators lane by lane first (a few vector adds), then add the lanes
-            try:
-                _, kl = sch.split(sch.get_loops(block)[-1], [accumulators, lanes])
-                self.folds.append(self.store(sch.rfactor(kl, factor_axis=0)).buffer)
-            except ScheduleError:
-                pass  # the lanes x accumulators partials are added one by one
-        return rf
 
     def unroll_vectors(self, rf, count: int, lanes: int) -> None:
         """The partial-result block of ``count`` accumulators: its innermost loop (count x
