@@ -34,6 +34,10 @@ class OutputPool:
 
     def empty(self, shape: tuple[int, ...], dtype) -> np.ndarray:
         """An uninitialised, 64-byte aligned C-ordered array from the pool."""
+        return self.empty_at(shape, dtype)[0]
+
+    def empty_at(self, shape: tuple[int, ...], dtype) -> tuple[np.ndarray, int]:
+        """:meth:`empty`, and the address of the array's data."""
         dtype = np.dtype(dtype)
         nbytes = math.prod(shape) * dtype.itemsize  # (np.prod costs 6 us a call)
         free = self._free.get(nbytes)
@@ -44,7 +48,7 @@ class OutputPool:
             address = raw.ctypes.data
         arr = np.asarray(_Lease(raw, address, tuple(shape), dtype, self._free, nbytes))
         # dtypes numpy's array interface cannot name (ml_dtypes' bfloat16 reads as V2)
-        return arr if arr.dtype == dtype else arr.view(dtype)
+        return (arr if arr.dtype == dtype else arr.view(dtype)), address
 
 
 class _Lease:

@@ -40,7 +40,7 @@ from pir.errors import PirError
 from pir.ir.core import Operation, Value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import bound_shape
-from pir.runtimes.aligned import ALIGN, aligned_empty
+from pir.runtimes.aligned import ALIGN, address, aligned_empty
 
 __all__ = ["ScanLoop", "native_loops"]
 
@@ -107,6 +107,9 @@ def native_loops():
         return None  # no compiler, or one TVM cannot drive: the plans' path
     run = lib.pir_run_loop
     run.restype = ctypes.c_int
+    run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p,
+                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
     ffi.TVMFFIErrorMoveFromRaised.restype = None
     _LOADED[0] = (run, ctypes.cast(ffi.TVMFFIFunctionCall, ctypes.c_void_p), ffi)
     return _LOADED[0]
@@ -231,58 +234,70 @@ class ScanLoop:
         self.patch_list = (ctypes.POINTER(_DLTensor) * len(values))(
             *(ctypes.pointer(self.patched[v]) for v in values))
         self.patch_values = values
-        self.swap: dict[Value, tuple[np.ndarray, np.ndarray]] = {}
         return True
+
+    def _layout(self) -> None:
+        """The sequences of pointers (native_loop.c's ``pir_seq``), fixed for the loop: the
+        scan outputs' rows, the scan inputs' rows, each state's pair of buffers (where it is
+        no scan output) and its first value's buffer.  A run only sets the rows' bases."""
+        op, n, block = self.op, self.n, self.block
+        outs = list(block.ops[-1].operands)
+        backward = [bool(d) for d in op.scan_input_directions] or [False] * self.m
+        prepend = [bool(d) for d in op.scan_output_directions] or [False] * len(outs[n:])
+        seqs, seq_of = [], {}
+        for k, v in enumerate(outs[n:]):
+            seq_of[v] = len(seqs)
+            seqs.append(_Seq(_ROWS, prepend[k], 0, None, None, self.row_bytes[v]))
+        for j, a in enumerate(block.args[n:]):
+            seq_of[a] = len(seqs)
+            seqs.append(_Seq(_ROWS, backward[j], 0, None, None, self.row_bytes[a]))
+        self.firsts, self.swap = [], {}
+        for a, v in zip(block.args[:n], outs[:n]):
+            if v not in seq_of:  # a state that is no scan output: two buffers in turn
+                shape, dtype = self.plan.views[v].shape, self.dtypes[v]
+                pair = self.swap[v] = (aligned_empty(shape, dtype), aligned_empty(shape, dtype))
+                seq_of[v] = len(seqs)
+                seqs.append(_Seq(_SWAP, 0, 0, address(pair[0]), address(pair[1]), 0))
+            first = aligned_empty(self.shapes[a], self.dtypes[a])  # the state's first value
+            self.firsts.append(first)
+            seq_of[a] = len(seqs)
+            seqs.append(_Seq(_PREVIOUS, 0, seq_of[v], address(first), None, 0))
+        self.table = (_Seq * len(seqs))(*seqs)
+        self.order = (ctypes.c_int32 * len(self.patch_values))(
+            *(seq_of[v] for v in self.patch_values))
+        self.finals = [(seq_of[v], outs[n:].index(v) if v in outs[n:] else None, v)
+                       for v in outs[:n]]
+        self.stacked_views = [self.plan.views[v] for v in outs[n:]]
 
     def run(self, interp, states: list[np.ndarray], xs: list[np.ndarray]) -> tuple | None:
         """The scan's results (its final states, then its stacked outputs), or None when
         these arrays do not fit the prepared form (the caller then runs the plan)."""
-        op, n, m, block = self.op, self.n, self.m, self.block
-        if any(op.input_axis(j, x.ndim) != 0 for j, x in enumerate(xs)):
+        op, n, block = self.op, self.n, self.block
+        steps = xs[0].shape[0] if xs and xs[0].ndim else 0
+        if steps == 0 or any(x.ndim == 0 or x.shape[0] != steps or
+                             op.input_axis(j, x.ndim) != 0 for j, x in enumerate(xs)):
             return None
-        lengths = {x.shape[0] for x in xs}
-        if len(lengths) != 1:
-            return None
-        steps = lengths.pop()
-        if steps == 0:
-            return None
-        keep, seq_of, seqs = [], {}, []
-        for a, x in zip(block.args[n:], xs):  # the scan inputs' rows, read in place
+        for a, x in zip(block.args[n:], xs):
             if x.shape[1:] != self.shapes[a] or x.dtype != self.dtypes[a]:
                 return None
-            x = _aligned(x)
-            keep.append(x)
         for a, s in zip(block.args[:n], states):
             if s.shape != self.shapes[a] or s.dtype != self.dtypes[a]:
                 return None
-        backward = [bool(d) for d in op.scan_input_directions] or [False] * m
-        prepend = [bool(d) for d in op.scan_output_directions] or [False] * len(op.results[n:])
-        outs = list(block.ops[-1].operands)
+        if not hasattr(self, "table"):
+            self._layout()
+        table, keep = self.table, []
+        pool = self.plan.outputs  # the stacked outputs are returned: pooled, fresh each run
         stacked = []
-        for k, v in enumerate(outs[n:]):  # the scan outputs' rows, written in place
-            y = aligned_empty((steps, *self.plan.views[v].shape), self.dtypes[v])
+        for k, view in enumerate(self.stacked_views):  # the scan outputs' rows, in place
+            y, at = pool.empty_at((steps, *view.shape), view.dtype)
             stacked.append(y)
-            seq_of[v] = len(seqs)
-            seqs.append(_Seq(_ROWS, prepend[k], 0, y.ctypes.data, None, self.row_bytes[v]))
-        for j, (a, x) in enumerate(zip(block.args[n:], keep)):
-            seq_of[a] = len(seqs)
-            seqs.append(_Seq(_ROWS, backward[j], 0, x.ctypes.data, None, self.row_bytes[a]))
-        finals = []
-        for i, (a, s) in enumerate(zip(block.args[:n], states)):
-            v = outs[i]
-            if v not in seq_of:  # a state that is no scan output: two buffers in turn
-                pair = self.swap.get(v)
-                if pair is None:
-                    shape, dtype = self.plan.views[v].shape, self.dtypes[v]
-                    pair = self.swap[v] = (aligned_empty(shape, dtype),
-                                           aligned_empty(shape, dtype))
-                seq_of[v] = len(seqs)
-                seqs.append(_Seq(_SWAP, 0, 0, pair[0].ctypes.data, pair[1].ctypes.data, 0))
-            first = _aligned(np.ascontiguousarray(s))
-            keep.append(first)
-            seq_of[a] = len(seqs)
-            seqs.append(_Seq(_PREVIOUS, 0, seq_of[v], first.ctypes.data, None, 0))
-            finals.append(v)
+            table[k].base = at
+        for j, x in enumerate(xs, start=len(stacked)):  # the scan inputs' rows, in place
+            x, at = _aligned_at(x)
+            keep.append(x)
+            table[j].base = at
+        for first, s in zip(self.firsts, states):
+            np.copyto(first, s)
         for pos, v in self.outer:  # values of the enclosing block, fixed for the whole scan
             arr = interp.values[v]
             known = interp.shared_tensors.get(v)
@@ -290,14 +305,10 @@ class ScanLoop:
                 _as_tensor(arr, keep)
             keep.append(t)
             self.any_args[pos].type_index, self.any_args[pos].value = _TENSOR, t.__chandle__()
-        table = (_Seq * len(seqs))(*seqs)
-        order = (ctypes.c_int32 * len(self.patch_values))(
-            *(seq_of[v] for v in self.patch_values))
         run, call, ffi = native_loops()
         failed_at = ctypes.c_int64(0)
-        rc = run(call, ctypes.c_int64(steps), ctypes.c_int32(self.n_calls), self.funcs,
-                 self.starts, self.any_args, table, ctypes.c_int32(len(self.patch_values)),
-                 self.patch_list, order, ctypes.byref(failed_at))
+        rc = run(call, steps, self.n_calls, self.funcs, self.starts, self.any_args, table,
+                 len(self.patch_values), self.patch_list, self.order, ctypes.byref(failed_at))
         self.runs += 1
         if rc:
             err = ctypes.c_void_p()
@@ -308,23 +319,23 @@ class ScanLoop:
             raise PirError(f"{op.describe()}: kernel {kernel.symbol} failed at iteration "
                            f"{failed_at.value} of the scan")
         last = []
-        for v in finals:  # the last iteration's states, copied out of the loop's buffers
-            s = seqs[seq_of[v]]
-            if s.kind == _SWAP:
+        for s, k, v in self.finals:  # the last iteration's states, copied out of the buffers
+            if k is None:
                 last.append(np.array(self.swap[v][(steps - 1) & 1]))
             else:
-                y = stacked[outs[n:].index(v)]
-                last.append(np.array(y[0 if s.reverse else steps - 1]))
+                last.append(np.array(stacked[k][0 if table[s].reverse else steps - 1]))
         return tuple(last) + tuple(stacked)
 
 
-def _aligned(x: np.ndarray) -> np.ndarray:
-    """``x``, or a 64-byte aligned C-ordered copy of it."""
-    if x.flags.c_contiguous and not x.ctypes.data % ALIGN:
-        return x
+def _aligned_at(x: np.ndarray) -> tuple[np.ndarray, int]:
+    """``x``, or a 64-byte aligned C-ordered copy of it, and its address."""
+    if x.flags.c_contiguous and x.flags.writeable:
+        at = address(x)
+        if not at % ALIGN:
+            return x, at
     copy = aligned_empty(x.shape, x.dtype)
     np.copyto(copy, x)
-    return copy
+    return copy, address(copy)
 
 
 def _as_tensor(arr: np.ndarray, keep: list) -> tvm.runtime.Tensor:
