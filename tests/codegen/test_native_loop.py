@@ -114,3 +114,35 @@ def test_a_profile_times_a_native_scan_as_one_entry():
     assert prof[("op", "nn.scan (native loop)")][0] == 1
     # the body's kernels ran inside it: fewer kernel entries than the 9 iterations made
     assert sum(n for (what, _), (n, _) in prof.items() if what == "kernel") < kernel_calls - 8
+
+
+def test_a_scan_along_axis_1_runs_natively_while_the_dims_before_it_are_1():
+    # wespeaker's feature extractor frames a [1, frames, 160] signal along axis 1: its rows
+    # are contiguous at batch 1 (native), strided at batch 2 (the plan per iteration)
+    body = oh.make_graph(
+        [oh.make_node("Add", ["s_in", "e"], ["s_out"]), oh.make_node("Tanh", ["s_out"], ["o"])],
+        "body", [oh.make_tensor_value_info("s_in", F32, ["B", 16]),
+                 oh.make_tensor_value_info("e", F32, ["B", 16])],
+        [oh.make_tensor_value_info("s_out", F32, ["B", 16]),
+         oh.make_tensor_value_info("o", F32, ["B", 16])])
+    node = oh.make_node("Scan", ["s0", "x"], ["s", "ys"], body=body, num_scan_inputs=1,
+                        scan_input_axes=[1], scan_output_axes=[1], scan_input_directions=[1])
+    graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("s0", F32, ["B", 16]),
+                                        oh.make_tensor_value_info("x", F32, ["B", "T", 16])],
+                          [oh.make_tensor_value_info("s", F32, None),
+                           oh.make_tensor_value_info("ys", F32, None)])
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 16)])
+    module = _compiled(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    interp = TvmInterpreter(module)
+    rng = np.random.default_rng(8)
+    for batch, native in ((1, True), (2, False)):
+        feeds = {"s0": rng.standard_normal((batch, 16)).astype(np.float32),
+                 "x": rng.standard_normal((batch, 6, 16)).astype(np.float32)}
+        want = sess.run(None, feeds)
+        before = sum(_native_runs(interp))
+        for _ in range(2):
+            got = interp.run(module.funcs[0], feeds)
+            np.testing.assert_allclose(got["s"], want[0], rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got["ys"], want[1], rtol=1e-5, atol=1e-6)
+        assert (sum(_native_runs(interp)) > before) == native, batch

@@ -15,17 +15,18 @@ changes per iteration; a run then gives those their memory and runs every iterat
   buffers used in turn, so that an iteration never overwrites the state it reads.
 
 What this cannot express runs as before, one plan run per iteration: a body with an op that
-is no kernel, scan axes other than 0, rows whose size is no multiple of 64 bytes, a body
-output that is one of its arguments or two of its outputs, dims a run must learn, and runs
-that check or profile each op (``pir run --check``, profiles).  The C file is compiled once
-per machine into the kernel cache, with the compiler TVM links kernels with; where that
-fails, every scan takes the interpreter's path.
+is no kernel, a scan axis with a dim above 1 before it (strided rows), rows whose size is no
+multiple of 64 bytes, a body output that is one of its arguments or two of its outputs, dims
+a run must learn, runs that keep every value (``pir run --check``) and kernels built with
+bounds checks.  The C file is compiled once per machine into the kernel cache, with the
+compiler TVM links kernels with; where that fails, every scan takes the interpreter's path.
 """
 
 from __future__ import annotations
 
 import ctypes
 import hashlib
+import math
 import os
 import pathlib
 import tempfile
@@ -139,9 +140,6 @@ class ScanLoop:
         if any(v not in produced or not plan.slots[plan.slot_of[v]].fresh for v in outs) \
                 or len(set(outs[n:])) != len(outs[n:]) or len(set(outs[:n])) != n:
             return None  # an output that is an argument, a constant, or two scan outputs
-        for k, ax in enumerate(op.scan_output_axes or ()):
-            if ax % (len(op.results[n + k].type.shape or ()) or 1) != 0:
-                return None
         self = cls(op, plan, n, m)
         return self if self._prepare() else None
 
@@ -213,7 +211,16 @@ class ScanLoop:
                 else:
                     args.append(("tensor", plan._tensor(r)))
             starts.append(len(args))
-        rows = [*block.args[self.n:], *block.ops[-1].operands[self.n:]]
+        outs = block.ops[-1].operands
+        axes = list(self.op.scan_output_axes) or [0] * (len(outs) - self.n)
+        self.out_axes = []
+        for v, ax in zip(outs[self.n:], axes):
+            shape = plan.views[v].shape
+            ax = ax % (len(shape) + 1)
+            if math.prod(shape[:ax]) != 1:
+                return False  # its rows would be strided: only unit dims before the axis
+            self.out_axes.append(ax)
+        rows = [*block.args[self.n:], *outs[self.n:]]
         if any(self.row_bytes[v] % ALIGN for v in rows):
             return False  # a row of a scan input or output would be misaligned (states
             # live in buffers of their own)
@@ -273,13 +280,20 @@ class ScanLoop:
         """The scan's results (its final states, then its stacked outputs), or None when
         these arrays do not fit the prepared form (the caller then runs the plan)."""
         op, n, block = self.op, self.n, self.block
-        steps = xs[0].shape[0] if xs and xs[0].ndim else 0
-        if steps == 0 or any(x.ndim == 0 or x.shape[0] != steps or
-                             op.input_axis(j, x.ndim) != 0 for j, x in enumerate(xs)):
-            return None
-        for a, x in zip(block.args[n:], xs):
-            if x.shape[1:] != self.shapes[a] or x.dtype != self.dtypes[a]:
+        steps = None
+        for j, (a, x) in enumerate(zip(block.args[n:], xs)):
+            if x.ndim == 0:
                 return None
+            ax = op.input_axis(j, x.ndim)
+            # the rows of the scan axis are contiguous when only unit dims come before it
+            # (a [1, frames, 160] signal scanned along its frames)
+            if math.prod(x.shape[:ax]) != 1 or x.dtype != self.dtypes[a] or \
+                    x.shape[:ax] + x.shape[ax + 1:] != self.shapes[a] or \
+                    steps not in (None, x.shape[ax]):
+                return None
+            steps = x.shape[ax]
+        if not steps:
+            return None
         for a, s in zip(block.args[:n], states):
             if s.shape != self.shapes[a] or s.dtype != self.dtypes[a]:
                 return None
@@ -288,8 +302,9 @@ class ScanLoop:
         table, keep = self.table, []
         pool = self.plan.outputs  # the stacked outputs are returned: pooled, fresh each run
         stacked = []
-        for k, view in enumerate(self.stacked_views):  # the scan outputs' rows, in place
-            y, at = pool.empty_at((steps, *view.shape), view.dtype)
+        for k, (view, ax) in enumerate(zip(self.stacked_views, self.out_axes)):
+            # the scan outputs' rows, in place ([steps, ...], or [1, steps, ...])
+            y, at = pool.empty_at((*view.shape[:ax], steps, *view.shape[ax:]), view.dtype)
             stacked.append(y)
             table[k].base = at
         for j, x in enumerate(xs, start=len(stacked)):  # the scan inputs' rows, in place
@@ -323,7 +338,8 @@ class ScanLoop:
             if k is None:
                 last.append(np.array(self.swap[v][(steps - 1) & 1]))
             else:
-                last.append(np.array(stacked[k][0 if table[s].reverse else steps - 1]))
+                row = 0 if table[s].reverse else steps - 1
+                last.append(np.array(np.take(stacked[k], row, axis=self.out_axes[k])))
         return tuple(last) + tuple(stacked)
 
 
