@@ -36,6 +36,12 @@ def dft(op, *arrays):
     n = _scalar(a["dft_length"])
     if n is None:
         n = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
+    if not inverse and onesided and x.shape[-1] == 1:
+        # a real signal's one-sided spectrum is numpy's rfft, in the input's precision: half
+        # the work of the full transform, and no copy of its first half (a speaker
+        # encoder's 98 x 512 frames: 1.7 ms as fft + take)
+        real = x[..., 0] if x.dtype in (np.float32, np.float64) else x[..., 0].astype(np.float32)
+        return _from_complex(np.fft.rfft(real, n=n, axis=axis), x.dtype)
     z = _to_complex(x)  # the complex axis is gone, and it was last: axis is unchanged
     if inverse and onesided:  # IRFFT: one-sided spectrum -> real signal
         return np.fft.irfft(z, n=n, axis=axis)[..., np.newaxis].astype(x.dtype)
