@@ -116,9 +116,9 @@ def test_a_profile_times_a_native_scan_as_one_entry():
     assert sum(n for (what, _), (n, _) in prof.items() if what == "kernel") < kernel_calls - 8
 
 
-def test_a_scan_along_axis_1_runs_natively_while_the_dims_before_it_are_1():
+def test_a_scan_along_axis_1_runs_natively_at_any_batch():
     # wespeaker's feature extractor frames a [1, frames, 160] signal along axis 1: its rows
-    # are contiguous at batch 1 (native), strided at batch 2 (the plan per iteration)
+    # are contiguous at batch 1 and read in place; at batch 2 they are moved first
     body = oh.make_graph(
         [oh.make_node("Add", ["s_in", "e"], ["s_out"]), oh.make_node("Tanh", ["s_out"], ["o"])],
         "body", [oh.make_tensor_value_info("s_in", F32, ["B", 16]),
@@ -136,7 +136,7 @@ def test_a_scan_along_axis_1_runs_natively_while_the_dims_before_it_are_1():
     sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     interp = TvmInterpreter(module)
     rng = np.random.default_rng(8)
-    for batch, native in ((1, True), (2, False)):
+    for batch in (1, 2, 3):
         feeds = {"s0": rng.standard_normal((batch, 16)).astype(np.float32),
                  "x": rng.standard_normal((batch, 6, 16)).astype(np.float32)}
         want = sess.run(None, feeds)
@@ -145,4 +145,4 @@ def test_a_scan_along_axis_1_runs_natively_while_the_dims_before_it_are_1():
             got = interp.run(module.funcs[0], feeds)
             np.testing.assert_allclose(got["s"], want[0], rtol=1e-5, atol=1e-6)
             np.testing.assert_allclose(got["ys"], want[1], rtol=1e-5, atol=1e-6)
-        assert (sum(_native_runs(interp)) > before) == native, batch
+        assert sum(_native_runs(interp)) > before, batch

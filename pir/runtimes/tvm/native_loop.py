@@ -8,15 +8,16 @@ prepares, once per body plan, the argument list of every kernel call of an itera
 (constants, the plan's slots, integer dims), with one ``DLTensor`` for each value that
 changes per iteration; a run then gives those their memory and runs every iteration in C:
 
-* the rows of each scan input, read in place (a copy of the input only where it is not
-  64-byte aligned, as TVM needs);
-* the rows of each scan output, written in place into the stacked result;
+* the rows of each scan input, read in place (a copy of the input where it is not 64-byte
+  aligned, as TVM needs, or where dims above 1 come before its scan axis: the axis moved
+  to the front);
+* the rows of each scan output, written in place into the stacked result (moved to its
+  axis after the loop, in one copy, where dims above 1 come before that axis);
 * each state: the row of the scan output it also is (a GRU's output is its state), else two
   buffers used in turn, so that an iteration never overwrites the state it reads.
 
 What this cannot express runs as before, one plan run per iteration: a body with an op that
-is no kernel, a scan axis with a dim above 1 before it (strided rows), rows whose size is no
-multiple of 64 bytes, a body output that is one of its arguments or two of its outputs, dims
+is no kernel, rows whose size is no multiple of 64 bytes, a body output that is one of its arguments or two of its outputs, dims
 a run must learn, runs that keep every value (``pir run --check``) and kernels built with
 bounds checks.  The C file is compiled once per machine into the kernel cache, with the
 compiler TVM links kernels with; where that fails, every scan takes the interpreter's path.
@@ -213,13 +214,8 @@ class ScanLoop:
             starts.append(len(args))
         outs = block.ops[-1].operands
         axes = list(self.op.scan_output_axes) or [0] * (len(outs) - self.n)
-        self.out_axes = []
-        for v, ax in zip(outs[self.n:], axes):
-            shape = plan.views[v].shape
-            ax = ax % (len(shape) + 1)
-            if math.prod(shape[:ax]) != 1:
-                return False  # its rows would be strided: only unit dims before the axis
-            self.out_axes.append(ax)
+        self.out_axes = [ax % (len(plan.views[v].shape) + 1)
+                         for v, ax in zip(outs[self.n:], axes)]
         rows = [*block.args[self.n:], *outs[self.n:]]
         if any(self.row_bytes[v] % ALIGN for v in rows):
             return False  # a row of a scan input or output would be misaligned (states
@@ -285,11 +281,8 @@ class ScanLoop:
             if x.ndim == 0:
                 return None
             ax = op.input_axis(j, x.ndim)
-            # the rows of the scan axis are contiguous when only unit dims come before it
-            # (a [1, frames, 160] signal scanned along its frames)
-            if math.prod(x.shape[:ax]) != 1 or x.dtype != self.dtypes[a] or \
-                    x.shape[:ax] + x.shape[ax + 1:] != self.shapes[a] or \
-                    steps not in (None, x.shape[ax]):
+            if x.dtype != self.dtypes[a] or x.shape[:ax] + x.shape[ax + 1:] != self.shapes[a] \
+                    or steps not in (None, x.shape[ax]):
                 return None
             steps = x.shape[ax]
         if not steps:
@@ -302,13 +295,15 @@ class ScanLoop:
         table, keep = self.table, []
         pool = self.plan.outputs  # the stacked outputs are returned: pooled, fresh each run
         stacked = []
-        for k, (view, ax) in enumerate(zip(self.stacked_views, self.out_axes)):
-            # the scan outputs' rows, in place ([steps, ...], or [1, steps, ...])
-            y, at = pool.empty_at((*view.shape[:ax], steps, *view.shape[ax:]), view.dtype)
+        for k, view in enumerate(self.stacked_views):  # the scan outputs' rows, in place
+            y, at = pool.empty_at((steps, *view.shape), view.dtype)  # (moved to its axis after)
             stacked.append(y)
             table[k].base = at
         for j, x in enumerate(xs, start=len(stacked)):  # the scan inputs' rows, in place
-            x, at = _aligned_at(x)
+            ax = op.input_axis(j - len(stacked), x.ndim)
+            # rows along an axis with only unit dims before it are contiguous as they are (a
+            # [1, frames, 160] signal); other axes are moved first, in one copy
+            x, at = _aligned_at(x if math.prod(x.shape[:ax]) == 1 else np.moveaxis(x, ax, 0))
             keep.append(x)
             table[j].base = at
         for first, s in zip(self.firsts, states):
@@ -338,9 +333,19 @@ class ScanLoop:
             if k is None:
                 last.append(np.array(self.swap[v][(steps - 1) & 1]))
             else:
-                row = 0 if table[s].reverse else steps - 1
-                last.append(np.array(np.take(stacked[k], row, axis=self.out_axes[k])))
-        return tuple(last) + tuple(stacked)
+                last.append(np.array(stacked[k][0 if table[s].reverse else steps - 1]))
+        return tuple(last) + tuple(_at_axis(y, ax, pool) for y, ax in zip(stacked, self.out_axes))
+
+
+def _at_axis(y: np.ndarray, axis: int, pool) -> np.ndarray:
+    """The ``[steps, ...]`` rows of a scan output stacked along ``axis`` instead: ``y`` itself
+    where only unit dims come before it, else a copy (in pooled memory, as ``y`` is)."""
+    if axis == 0 or math.prod(y.shape[1:axis + 1]) == 1:
+        return y.reshape(*y.shape[1:axis + 1], y.shape[0], *y.shape[axis + 1:])
+    moved = np.moveaxis(y, 0, axis)
+    out = pool.empty_at(moved.shape, moved.dtype)[0]
+    np.copyto(out, moved)
+    return out
 
 
 def _aligned_at(x: np.ndarray) -> tuple[np.ndarray, int]:
