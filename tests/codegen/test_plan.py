@@ -291,10 +291,10 @@ module @m {
     x1, x2 = (_misaligned(rng.standard_normal((4, 32)).astype(np.float32)) for _ in range(2))
     assert x1.ctypes.data % 64 and x2.ctypes.data % 64
     r1 = interp.run(fn, {"x": x1})
-    staged = next(iter(interp._plans.values())).staging
+    staged = next(iter(interp._plans.values())).inputs.staging
     (copy,) = staged.values()
     r2 = interp.run(fn, {"x": x2})
-    assert next(iter(interp._plans.values())).staging[0] is copy  # kept, not re-allocated
+    assert next(iter(interp._plans.values())).inputs.staging[0] is copy  # kept, not re-allocated
     for x, r in ((x1, r1), (x2, r2)):
         np.testing.assert_allclose(r["e"], np.exp(x), rtol=1e-6)
         np.testing.assert_array_equal(r["f"], x.reshape(-1))  # not the next run's input

@@ -70,11 +70,11 @@ def window_taps(b: PrimBuilder, x: Value, spatial: tuple, win: Window,
         x = b.op("pad", x, b.const(pad_value, tensor(x).dtype),
                  edge_padding_low=(0, 0, *win.pads_begin), edge_padding_high=(0, 0, *after))
     padded = tensor(x).shape
+    sliced = [i for i in range(len(spatial)) if static[i]]
     positions = {}  # (axis, offset) -> the i64 positions it reads, made once
     taps = []
     for pos in itertools.product(*(range(k) for k in win.kernel)):
         starts = tuple(p * d for p, d in zip(pos, win.dilations))
-        sliced = [i for i in range(len(spatial)) if static[i]]
         t = x
         if sliced:
             t = b.op("slice", x, start_indices=tuple(starts[i] for i in sliced),

@@ -70,6 +70,15 @@ class _Kernel:
     rows: object = None
     small_rows: int = 0
 
+    def function(self, symbols: dict[str, int]):
+        """The compiled function a call at this binding of the dims takes: the one-row
+        tiles where the rows are fewer than ``small_rows``, else the kernel's own."""
+        if self.one_row is not None:
+            rows = dimexpr.evaluate(self.rows, symbols)
+            if rows is not None and rows < self.small_rows:
+                return self.one_row
+        return self.fn
+
     def sizes(self, op: TvmKernelOp, arrays, symbols: dict[str, int]) -> dict[str, int]:
         """The value of every symbolic dim of the kernel, from its inputs' shapes."""
         sizes = dict(symbols)
@@ -274,26 +283,18 @@ class TvmInterpreter(Interpreter):
         every op sits in one branch (Silero VAD's per-sample-rate ``If``) otherwise pays the
         interpreter's cost per op and per run.  A function's entry (a call) and a block a
         plan cannot size are interpreted."""
-        dims = self._region_dims.get(block)  # (a loop body runs once per iteration)
-        if dims is None:
-            parent = block.parent.parent if block.parent is not None else None
-            planned = self.program is not None and self.program.module is not None \
-                and parent is not None and parent.name in CONTROL_FLOW
-            dims = self._region_dims[block] = \
-                tuple(sorted(self._dims_of(block))) if planned else False
-        if dims is False or self.depth == 0 or not self.planned:
+        key = self._region_key(block)
+        if key is None:
             return super().run_block(block, args)
-        symbols = self.symbols
-        sizes = {d: symbols[d] for d in dims if d in symbols}
-        key = (block, tuple(sizes.items()))
         plan = self._region_plans.get(key, _UNPLANNED)
         if plan is _UNPLANNED:
+            sizes = dict(key[1])
             plan = Plan(self, block, sizes)
             if not plan.unsized:
                 self._region_plans[key] = plan
             else:  # as call() does: interpret this run, plan the next with the dims it bound
                 outs = super().run_block(block, args)
-                learned = {d: self.symbols[d] for d in dims
+                learned = {d: self.symbols[d] for d in self._region_dims[block]
                            if d in self.symbols and d not in sizes}
                 plan = Plan(self, block, {**sizes, **learned}, learned=frozenset(learned))
                 self._region_plans[key] = None if plan.unsized else plan
@@ -319,15 +320,10 @@ class TvmInterpreter(Interpreter):
         --check``) and kernels built with bounds checks keep the per-iteration path."""
         if self.keep_values or self.check_bounds:
             return None
-        block = op.body.block
-        dims = self._region_dims.get(block)
-        if dims is None or dims is False or self.depth == 0 or not self.planned:
-            return None  # (a body run_block has not planned yet)
-        symbols = self.symbols
-        plan = self._region_plans.get((block, tuple((d, symbols[d]) for d in dims
-                                                    if d in symbols)))
+        key = self._region_key(op.body.block)
+        plan = None if key is None else self._region_plans.get(key)
         if plan is None:
-            return None
+            return None  # (the first run of the scan, through run_block, plans its body)
         loop = self._scan_loops.get(plan, _UNPLANNED)
         if loop is _UNPLANNED:
             loop = self._scan_loops[plan] = ScanLoop.build(op, plan)
@@ -342,6 +338,23 @@ class TvmInterpreter(Interpreter):
             entry[0] += 1
             entry[1] += time.perf_counter() - t0
         return out
+
+    def _region_key(self, block):
+        """``(block, its dims' sizes)``, the key of its region plan at this run's binding, or
+        None where the block runs interpreted (outside a planned run, or no region of a
+        control-flow op).  Looked up once per iteration of a loop: the block's sorted dims
+        are found once."""
+        dims = self._region_dims.get(block)
+        if dims is None:
+            parent = block.parent.parent if block.parent is not None else None
+            planned = self.program is not None and self.program.module is not None \
+                and parent is not None and parent.name in CONTROL_FLOW
+            dims = self._region_dims[block] = \
+                tuple(sorted(self._dims_of(block))) if planned else False
+        if dims is False or self.depth == 0 or not self.planned:
+            return None
+        symbols = self.symbols
+        return block, tuple((d, symbols[d]) for d in dims if d in symbols)
 
     def _dims_of(self, block) -> frozenset[str]:
         """The symbols of every type in ``block`` (its arguments, the values its ops read

@@ -17,10 +17,11 @@ changes per iteration; a run then gives those their memory and runs every iterat
   buffers used in turn, so that an iteration never overwrites the state it reads.
 
 What this cannot express runs as before, one plan run per iteration: a body with an op that
-is no kernel, rows whose size is no multiple of 64 bytes, a body output that is one of its arguments or two of its outputs, dims
-a run must learn, runs that keep every value (``pir run --check``) and kernels built with
-bounds checks.  The C file is compiled once per machine into the kernel cache, with the
-compiler TVM links kernels with; where that fails, every scan takes the interpreter's path.
+is no kernel, rows whose size is no multiple of 64 bytes, a body output that is one of its
+arguments or two of its outputs, dims a run must learn, runs that keep every value (``pir run
+--check``) and kernels built with bounds checks.  The C file is compiled once per machine
+into the kernel cache, with the compiler TVM links kernels with; where that fails, every
+scan takes the interpreter's path.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from pir.ir.core import Operation, Value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import bound_shape
 from pir.runtimes.aligned import ALIGN, address, aligned_empty
+from pir.runtimes.tvm.buffers import as_tvm
 
 __all__ = ["ScanLoop", "native_loops"]
 
@@ -137,7 +139,7 @@ class ScanLoop:
                 or any(o.parent is not block for o in steps):
             return None
         outs = list(block.ops[-1].operands)
-        produced = {r: o for o in steps for r in o.results}
+        produced = {r for o in steps for r in o.results}
         if any(v not in produced or not plan.slots[plan.slot_of[v]].fresh for v in outs) \
                 or len(set(outs[n:])) != len(outs[n:]) or len(set(outs[:n])) != n:
             return None  # an output that is an argument, a constant, or two scan outputs
@@ -148,7 +150,7 @@ class ScanLoop:
         self.op, self.plan, self.n, self.m = op, plan, n, m
         self.block = op.body.block
         self.keep: list = []  # what the argument list points into, alive as long as it is
-        self.runs = 0  # runs of the whole scan in C (pir run --explain-style diagnostics, tests)
+        self.runs = 0  # runs of the whole scan in C (what the tests count)
 
     def _tensor_for(self, v: Value, shape: tuple[int, ...], dtype: np.dtype) -> _DLTensor | None:
         """The one DLTensor of a value that changes per iteration (its data set per run)."""
@@ -182,13 +184,7 @@ class ScanLoop:
         self.outer: list[tuple[int, Value]] = []  # argument positions of enclosing values
         for op in (o for o, _ in plan.steps):
             k = plan.program.kernel(op)
-            fn = k.fn
-            if k.one_row is not None:  # as Plan._kernel_step picks it
-                from pir.ir import dimexpr
-
-                rows = dimexpr.evaluate(k.rows, plan.symbols)
-                if rows is not None and rows < k.small_rows:
-                    fn = k.one_row
+            fn = k.function(plan.symbols)
             funcs.append(fn.__chandle__())
             self.keep.append(fn)
             for v in op.operands:
@@ -237,6 +233,7 @@ class ScanLoop:
         self.patch_list = (ctypes.POINTER(_DLTensor) * len(values))(
             *(ctypes.pointer(self.patched[v]) for v in values))
         self.patch_values = values
+        self._layout()
         return True
 
     def _layout(self) -> None:
@@ -276,11 +273,12 @@ class ScanLoop:
         """The scan's results (its final states, then its stacked outputs), or None when
         these arrays do not fit the prepared form (the caller then runs the plan)."""
         op, n, block = self.op, self.n, self.block
-        steps = None
+        steps, axes = None, []
         for j, (a, x) in enumerate(zip(block.args[n:], xs)):
             if x.ndim == 0:
                 return None
             ax = op.input_axis(j, x.ndim)
+            axes.append(ax)
             if x.dtype != self.dtypes[a] or x.shape[:ax] + x.shape[ax + 1:] != self.shapes[a] \
                     or steps not in (None, x.shape[ax]):
                 return None
@@ -290,8 +288,6 @@ class ScanLoop:
         for a, s in zip(block.args[:n], states):
             if s.shape != self.shapes[a] or s.dtype != self.dtypes[a]:
                 return None
-        if not hasattr(self, "table"):
-            self._layout()
         table, keep = self.table, []
         pool = self.plan.outputs  # the stacked outputs are returned: pooled, fresh each run
         stacked = []
@@ -299,8 +295,7 @@ class ScanLoop:
             y, at = pool.empty_at((steps, *view.shape), view.dtype)  # (moved to its axis after)
             stacked.append(y)
             table[k].base = at
-        for j, x in enumerate(xs, start=len(stacked)):  # the scan inputs' rows, in place
-            ax = op.input_axis(j - len(stacked), x.ndim)
+        for j, (x, ax) in enumerate(zip(xs, axes), start=len(stacked)):  # the inputs' rows
             # rows along an axis with only unit dims before it are contiguous as they are (a
             # [1, frames, 160] signal); other axes are moved first, in one copy
             x, at = _aligned_at(x if math.prod(x.shape[:ax]) == 1 else np.moveaxis(x, ax, 0))
@@ -360,8 +355,6 @@ def _aligned_at(x: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def _as_tensor(arr: np.ndarray, keep: list) -> tvm.runtime.Tensor:
-    from pir.runtimes.tvm.buffers import as_tvm
-
     t, shared = as_tvm(arr, tvm.cpu())
     keep.append(shared)
     return t

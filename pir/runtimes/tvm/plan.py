@@ -37,7 +37,6 @@ import tvm
 
 from pir.codegen.tvm.build import set_threads, threads
 from pir.codegen.tvm.dims import solve
-from pir.ir import dimexpr
 from pir.runtimes.hugepages import SMALL_CHUNK, Arena
 from pir.runtimes.tvm.buffers import OutputPool, as_tvm, shareable
 from pir.runtimes.tvm.signature import kernel_failure
@@ -164,7 +163,6 @@ class Plan:
         self.steps: list[tuple[Operation, Callable[[], None]]] = []
         self.outputs = OutputPool()  # buffers of the arrays a run returns
         self.inputs = InputStaging()  # the inputs' TVM tensors, aligned copies where needed
-        self.staging = self.inputs.staging
         # the TVM tensor of each input a kernel reads, made once a run (not once a use)
         self.arg_tensors: dict[Value, tvm.runtime.Tensor] = {}
         self._kernel_args: set[Value] = set()
@@ -367,11 +365,7 @@ class Plan:
 
     def _kernel_step(self, op: TvmKernelOp) -> Callable[[], None]:
         k = self.program.kernel(op)
-        fn, params = k.fn, [*k.params, *(self.symbols[d] for d in k.free)]
-        if k.one_row is not None:  # few rows at this binding: the one-row tiles
-            rows = dimexpr.evaluate(k.rows, self.symbols)
-            if rows is not None and rows < k.small_rows:
-                fn = k.one_row
+        fn, params = k.function(self.symbols), [*k.params, *(self.symbols[d] for d in k.free)]
         values = self.interp.values
         ins = [self._tensor(v) for v in op.operands]
         inputs = set(self.block.args)
