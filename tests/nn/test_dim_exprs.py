@@ -188,6 +188,24 @@ def test_reshape_to_a_shape_computed_with_arithmetic():
           [{"x": (2, 5)}, {"x": (3, 8)}])
 
 
+def test_reshape_to_dims_flattened_by_reduce_prod():
+    # tf2onnx's einsum: Reshape(x, [ReduceProd(Shape(x)[0:2]), -1, 16]); a sum and a max of
+    # shape elements give sizes too
+    nodes = [node("Shape", ["x"], ["s"], end=2), node("ReduceProd", ["s"], ["bs"], keepdims=1),
+             node("Concat", ["bs", "minus1", "sixteen"], ["shape"], axis=0),
+             node("Reshape", ["x", "shape"], ["y"]),
+             node("ReduceSum", ["s"], ["sum"], keepdims=1),
+             node("ConstantOfShape", ["sum"], ["c"],
+                  value=helper.make_tensor("v", F32, [1], [2.0])),
+             node("ReduceMax", ["s"], ["most"], keepdims=1),
+             node("ConstantOfShape", ["most"], ["c2"],
+                  value=helper.make_tensor("v", F32, [1], [3.0]))]
+    m = model(nodes, {"x": ["B", "S", 2, 16]}, ["y", "c", "c2"],
+              {"minus1": np.array([-1], I64), "sixteen": np.array([16], I64)})
+    check(m, {"y": t("(B*S)", 2, 16), "c": t("(B + S)"), "c2": t("(max(B, S))")},
+          [{"x": (2, 3, 2, 16)}, {"x": (4, 1, 2, 16)}])
+
+
 def test_infer_dim_cancels_common_factors():
     hp1 = parse_dim_expr("H + 1")
     assert infer_dim(("B", hp1, 4), (hp1, 2)) == parse_dim_expr("2*B")

@@ -258,6 +258,26 @@ def _sv_where(op: Operation, depth: int) -> tuple[Dim, ...] | None:
                  for c, x, y in zip(*parts))
 
 
+def _sv_reduce(op: Operation, depth: int) -> tuple[Dim, ...] | None:
+    """The sum, product, max or min of a 1-D shape value over its one axis: tf2onnx
+    flattens dims to one with ``ReduceProd(Gather(Shape(x), [0, 1]))`` (its einsum)."""
+    data = shape_value(op.operands[0], depth)
+    if data is None or not data or len(tensor(op.operands[0]).shape or ()) != 1:
+        return None
+    axes = const_ints(op.axes) if op.axes is not None else []
+    if axes is None or any(a not in (0, -1) for a in axes) \
+            or (not axes and op.noop_with_empty_axes):
+        return None
+    fn = _REDUCE[op.name]
+    out = data[0]
+    for d in data[1:]:
+        out = fn(out, d)
+    return (out,) if op.keepdims else ()
+
+
+_REDUCE = {"nn.reduce_sum": de.add, "nn.reduce_prod": de.mul,
+           "nn.reduce_max": de.maximum, "nn.reduce_min": de.minimum}
+
 _SHAPE_VALUE_RULES = {
     "nn.shape": _sv_shape,
     "nn.concat": _sv_concat,
@@ -280,6 +300,7 @@ _SHAPE_VALUE_RULES = {
     "nn.size": _sv_size,
     "nn.equal": _sv_equal,
     "nn.where": _sv_where,
+    **{name: _sv_reduce for name in _REDUCE},
 }
 
 
