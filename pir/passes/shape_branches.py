@@ -18,6 +18,13 @@ each copy:
   (``Size(Shape(%r)) == 2`` once ``%r`` has a rank), is replaced by the branch it takes.
 
 The branches are then processed the same way, up to ``max-versions`` copies per function.
+
+A squeeze without axes (ONNX ``Squeeze`` of every size-1 dim, torch's ``x.squeeze()``) of
+a tensor with symbolic dims has no rank either: which dims go depends on the sizes.  Each
+such squeeze is first written as the test it hides, ``nn.if(Shape(x)[d] == 1) {squeeze d
+too} {keep d}`` for each dim ``d`` that may be 1 (at most ``max-squeeze-dims`` of them),
+which the versioning above then takes the rest of the block into (AECMOS and PLCMOS end in
+``Squeeze`` of a ``[batch, 1, 2]`` score).
 A copy whose refined types break an op's type rule (an ``If`` over a shape the model never
 supports: Silero's LSTM gets a rank-4 input when the chunk is not 512 samples, and fails
 in onnxruntime too) keeps the original, unspecialised form of the rest of the block, so the
@@ -29,15 +36,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from pir.errors import PirError
 from pir.ir import dimexpr
 from pir.ir.core import Block, Operation, Region, Value
-from pir.ir.dialects.builtin import ConstantOp, ModuleOp
+from pir.ir.dialects.builtin import ConstantOp, ModuleOp, make_constant
 from pir.ir.dialects.func import FuncOp
 from pir.ir.dialects.nn.base import YieldOp
+from pir.ir.dialects.nn.control_flow import If
+from pir.ir.dialects.nn.elementwise import Equal
+from pir.ir.dialects.nn.identity import Identity
+from pir.ir.dialects.nn.shape import Shape
+from pir.ir.dialects.nn.tensor import Squeeze
 from pir.ir.dialects.nn.symbolic import shape_value
-from pir.ir.opdef import Terminator
-from pir.ir.types import Dim, DType, TensorType, Type
+from pir.ir.types import Dim, TensorType, Type
 from pir.ir.verifier import verify_checks
 from pir.passes.autodiff.transform import clone_op
 from pir.passes.base import Pass
@@ -208,10 +221,15 @@ class ShapeBranches(Pass):
                "block)"})
     max_copied_ops: int = field(default=20000, metadata={
         "doc": "the most ops the versions of one function may copy"})
+    max_squeeze_dims: int = field(default=2, metadata={
+        "doc": "the most dims that may be 1 a squeeze without axes is versioned on (each "
+               "doubles the versions)"})
 
     def apply(self, module: ModuleOp) -> bool:
         changed = False
         for fn in [op for op in module.walk() if isinstance(op, FuncOp)]:
+            for op in [o for o in fn.walk() if o.name == "nn.squeeze"]:
+                changed |= _squeeze_as_branches(module, op, self.max_squeeze_dims)
             budget = [self.max_versions, self.max_copied_ops]
             inputs = frozenset(d for a in fn.entry.args for d in _symbols(a.type))
             changed |= _process(fn.entry, _Branch({}, {}, inputs), budget)
@@ -299,3 +317,56 @@ def _version(block: Block, if_op: Operation, branch: _Branch,
     for op in reversed([if_op, *tail]):
         block.remove(op)
     return new, specialized
+
+
+def _squeeze_as_branches(module: ModuleOp, op: Operation, most: int) -> bool:
+    """Replace a squeeze without axes whose input has dims that may be 1 by nested nn.if ops
+    on whether each of them is (see the module docstring); True when it did."""
+    shape = op.operands[0].type.shape if isinstance(op.operands[0].type, TensorType) else None
+    if op.axes is not None or shape is None:
+        return False
+    maybe = [i for i, d in enumerate(shape) if dimexpr.is_symbolic(d) and not dimexpr.never_one(d)]
+    if not maybe or len(maybe) > most:
+        return False
+    block = op.parent
+    at = block.ops.index(op)
+    ops: list[Operation] = []
+    squeezed = _squeezed(module, op, op.operands[0], [i for i, d in enumerate(shape) if d == 1],
+                         maybe, ops)
+    for new in ops:
+        block.insert(at, new)
+        at += 1
+    squeezed.op.results[0].name = op.results[0].name
+    op.results[0].replace_all_uses_with(squeezed)
+    block.remove(op)
+    return True
+
+
+def _squeezed(module: ModuleOp, op: Operation, x: Value, axes: list[int], maybe: list[int],
+              dest: list[Operation]) -> Value:
+    """``x`` without ``axes`` and those of ``maybe`` that are 1 at run time: ops appended to
+    ``dest``, the squeezed value returned."""
+    loc = op.loc
+    if not maybe:
+        if not axes:
+            dest.append(Identity.build(x, loc=loc))
+        else:
+            const = make_constant(module, np.array(sorted(axes), np.int64), loc=loc)
+            dest.append(const)
+            dest.append(Squeeze.build(x, const.results[0], loc=loc))
+        return dest[-1].results[0]
+    d, rest = maybe[0], maybe[1:]
+    size = Shape.build(x, start=d, end=d + 1, loc=loc)
+    one = make_constant(module, np.array([1], np.int64), loc=loc)
+    is_one = Equal.build(size.results[0], one.results[0], loc=loc)
+    regions = []
+    for branch_axes in ([*axes, d], axes):
+        ops: list[Operation] = []
+        y = _squeezed(module, op, x, branch_axes, rest, ops)
+        ops.append(YieldOp([y], [], {}, [], loc=loc))
+        body = Block()
+        for o in ops:
+            body.append(o)
+        regions.append(Region([body]))
+    dest += [size, one, is_one, If.build(is_one.results[0], regions=regions, loc=loc)]
+    return dest[-1].results[0]

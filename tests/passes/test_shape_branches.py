@@ -191,3 +191,58 @@ def test_the_options_leave_the_if_alone(pipeline):
     entry = module.funcs[0].entry.ops
     assert _ops(module).count("nn.if") == before
     assert entry[-1].operands[0].op.name != "nn.if"  # the rest stayed after the if
+
+
+def _squeeze_all_model(shape: list) -> onnx.ModelProto:
+    """x -> Squeeze (no axes: every size-1 dim) -> Sigmoid -> ReduceSum over the last axis,
+    torch's ``x.squeeze()`` on dims the exporter left symbolic."""
+    graph = helper.make_graph(
+        [helper.make_node("Squeeze", ["x"], ["s"]), helper.make_node("Sigmoid", ["s"], ["g"]),
+         _const("ax", [-1]), helper.make_node("ReduceSum", ["g", "ax"], ["out"], keepdims=0)],
+        "squeeze_all", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model
+
+
+def test_a_squeeze_without_axes_is_versioned_on_each_dim_that_may_be_1():
+    model = _squeeze_all_model(["B", 1, "T", 3])
+    module = import_model(model)
+    assert module.funcs[0].entry.ops[0].results[0].type.shape is None  # no rank
+    PassManager(parse_pipeline(DECOMPOSE)).run(module)
+    verify_module(module)
+    # B == 1 and T == 1 each an if: four versions, every one ranked and in prim ops
+    (top,) = [op for op in module.funcs[0].entry.ops if op.name == "nn.if"]
+    leaves = [r.block for op in [top] for r in op.regions]
+    leaves = [r.block for b in leaves for op in b.ops if op.name == "nn.if" for r in op.regions]
+    assert len(leaves) == 4
+    for block in leaves:
+        assert not {op.name for op in block.ops if op.name.startswith("nn.")} - {"nn.yield"}
+        assert all(r.type.shape is not None for op in block.ops for r in op.results)
+    rng = np.random.default_rng(4)
+    for shape in [(1, 1, 1, 3), (2, 1, 1, 3), (1, 1, 5, 3), (2, 1, 5, 3)]:
+        x = rng.standard_normal(shape).astype(np.float32)
+        want = run_ort(model, {"x": x})["out"]
+        got = run_function(module, {"x": x})["out"]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_max_squeeze_dims_leaves_a_squeeze_of_more_dims_alone():
+    module = import_model(_squeeze_all_model(["B", 1, "T", 3]))
+    PassManager(parse_pipeline("shape-branches{max-squeeze-dims=1}")).run(module)
+    assert "nn.if" not in _ops(module) and "nn.squeeze" in _ops(module)
+
+
+def test_a_squeeze_without_axes_of_dims_never_1_has_a_rank():
+    module = parse_module("""module {
+  func.func @main(%x: tensor<1x(S + 2)x(2*T)xf32>) -> (tensor<*xf32>) {
+    %y = nn.squeeze(%x) : (tensor<1x(S + 2)x(2*T)xf32>) -> tensor<*xf32>
+    func.return(%y) : (tensor<*xf32>) -> ()
+  }
+}""")
+    (sq,) = [op for op in module.funcs[0].entry.ops if op.name == "nn.squeeze"]
+    assert [str(d) for d in sq.infer()[0].shape] == ["S + 2", "2*T"]
+    PassManager(parse_pipeline("shape-branches")).run(module)
+    assert "nn.if" not in _ops(module)  # nothing to test

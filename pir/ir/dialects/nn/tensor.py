@@ -114,7 +114,7 @@ class Squeeze(Operation):
         if t.shape is None:
             return [t]
         if self.axes is None:
-            if not t.is_static:
+            if not all(d == 1 or de.never_one(d) for d in t.shape):
                 return [t.with_shape(None)]  # which dims are 1 is not known
             return [t.with_shape(d for d in t.shape if d != 1)]
         axes = const_ints(self.axes)
