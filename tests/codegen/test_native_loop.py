@@ -17,7 +17,7 @@ from pir.frontends.onnx.importer import import_model  # noqa: E402
 from pir.passes.manager import PassManager  # noqa: E402
 from pir.passes.pipeline import parse_pipeline  # noqa: E402
 from pir.runtimes.tvm import TvmInterpreter  # noqa: E402
-from pir.runtimes.tvm.native_loop import native_loops  # noqa: E402
+from pir.runtimes.tvm.ffi_abi import native_loops  # noqa: E402
 
 FUSE = "decompose,canonicalize,fold,cse,dce,shapes,fuse"
 F32 = onnx.TensorProto.FLOAT

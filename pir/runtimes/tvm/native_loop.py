@@ -27,102 +27,23 @@ scan takes the interpreter's path.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import math
-import os
-import pathlib
-import tempfile
 
 import numpy as np
 
 import tvm
-import tvm_ffi
 
-from pir.cache import private_dir
 from pir.errors import PirError
 from pir.ir.core import Operation, Value
 from pir.ir.dialects.kernel import TvmKernelOp
 from pir.ir.types import bound_shape
 from pir.runtimes.aligned import ALIGN, address, aligned_empty
 from pir.runtimes.tvm.buffers import as_tvm
+from pir.runtimes.tvm.ffi_abi import (ANY_INT, ANY_TENSOR, ANY_TENSOR_PTR, CPU,
+                                      SEQ_PREVIOUS, SEQ_ROWS, SEQ_SWAP, DLTensor, Seq,
+                                      TVMFFIAny, dl_dtype, native_loops, take_error)
 
-__all__ = ["ScanLoop", "native_loops"]
-
-_SOURCE = pathlib.Path(__file__).with_name("native_loop.c")
-_ROWS, _SWAP, _PREVIOUS = 0, 1, 2
-_DL_TENSOR_PTR, _INT, _TENSOR = 7, 1, 70  # TVMFFITypeIndex (tvm/ffi/c_api.h)
-_DL_CODES = {"i": 0, "u": 1, "f": 2}  # DLDataTypeCode
-_FFI_LIB = pathlib.Path(tvm_ffi.__file__).parent / "lib" / "libtvm_ffi.so"
-
-
-class _Device(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _Device), ("ndim", ctypes.c_int32),
-                ("dtype", _DType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
-
-
-class _Any(ctypes.Structure):  # TVMFFIAny: a type index, 4 bytes of padding, 8 of value
-    _fields_ = [("type_index", ctypes.c_int32), ("zero_padding", ctypes.c_uint32),
-                ("value", ctypes.c_uint64)]
-
-
-class _Seq(ctypes.Structure):  # pir_seq
-    _fields_ = [("kind", ctypes.c_int32), ("reverse", ctypes.c_int32), ("of", ctypes.c_int32),
-                ("base", ctypes.c_void_p), ("other", ctypes.c_void_p),
-                ("stride", ctypes.c_int64)]
-
-
-_LOADED: list = []  # [the C entry or None], once a process
-
-
-def native_loops():
-    """The compiled ``pir_run_loop`` and TVM's ``TVMFFIFunctionCall``, or None where the C
-    file does not build here (every scan then runs through its plan, as before)."""
-    if _LOADED:
-        return _LOADED[0]
-    _LOADED.append(None)
-    from tvm.support import cc
-
-    source = _SOURCE.read_text()
-    include = pathlib.Path(tvm_ffi.__file__).parent / "include"
-    key = hashlib.sha256((source + str(include)).encode()).hexdigest()[:16]
-    path = private_dir("tvm") / f"native_loop-{key}.so"  # beside the kernels (executor)
-    try:
-        if not path.exists():
-            fd, tmp = tempfile.mkstemp(prefix=".native_loop.", suffix=".so", dir=path.parent)
-            os.close(fd)
-            try:
-                cc.create_shared(tmp, [str(_SOURCE)], options=["-O2", "-I", str(include)])
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-        lib = ctypes.CDLL(str(path))
-        ffi = ctypes.CDLL(str(_FFI_LIB))
-    except (OSError, RuntimeError):
-        return None  # no compiler, or one TVM cannot drive: the plans' path
-    run = lib.pir_run_loop
-    run.restype = ctypes.c_int
-    run.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p,
-                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
-                    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-    ffi.TVMFFIErrorMoveFromRaised.restype = None
-    _LOADED[0] = (run, ctypes.cast(ffi.TVMFFIFunctionCall, ctypes.c_void_p), ffi)
-    return _LOADED[0]
-
-
-def _dl_dtype(dtype: np.dtype) -> _DType | None:
-    code = _DL_CODES.get(dtype.kind)
-    return None if code is None else _DType(code, dtype.itemsize * 8, 1)
-
+__all__ = ["ScanLoop"]
 
 class ScanLoop:
     """The iterations of one ``nn.scan`` under one plan of its body: :meth:`run` them, or
@@ -152,15 +73,15 @@ class ScanLoop:
         self.keep: list = []  # what the argument list points into, alive as long as it is
         self.runs = 0  # runs of the whole scan in C (what the tests count)
 
-    def _tensor_for(self, v: Value, shape: tuple[int, ...], dtype: np.dtype) -> _DLTensor | None:
+    def _tensor_for(self, v: Value, shape: tuple[int, ...], dtype: np.dtype) -> DLTensor | None:
         """The one DLTensor of a value that changes per iteration (its data set per run)."""
         t = self.patched.get(v)
         if t is None:
-            code = _dl_dtype(dtype)
+            code = dl_dtype(dtype)
             if code is None:
                 return None
             dims = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-            t = _DLTensor(None, _Device(1, 0), len(shape), code, dims, None, 0)
+            t = DLTensor(None, CPU, len(shape), code, dims, None, 0)
             self.keep.append(dims)
             self.patched[v] = t
             self.shapes[v] = tuple(shape)
@@ -169,7 +90,7 @@ class ScanLoop:
 
     def _prepare(self) -> bool:
         plan, block = self.plan, self.block
-        self.patched: dict[Value, _DLTensor] = {}
+        self.patched: dict[Value, DLTensor] = {}
         self.shapes: dict[Value, tuple[int, ...]] = {}
         self.row_bytes: dict[Value, int] = {}
         self.dtypes: dict[Value, np.dtype] = {}
@@ -216,21 +137,21 @@ class ScanLoop:
         if any(self.row_bytes[v] % ALIGN for v in rows):
             return False  # a row of a scan input or output would be misaligned (states
             # live in buffers of their own)
-        self.any_args = (_Any * len(args))()
+        self.any_args = (TVMFFIAny * len(args))()
         for i, (kind, x) in enumerate(args):
             a = self.any_args[i]
             if kind == "ptr":
-                a.type_index, a.value = _DL_TENSOR_PTR, ctypes.addressof(x)
+                a.type_index, a.value = ANY_TENSOR_PTR, ctypes.addressof(x)
             elif kind == "tensor":
-                a.type_index, a.value = _TENSOR, x.__chandle__()
+                a.type_index, a.value = ANY_TENSOR, x.__chandle__()
                 self.keep.append(x)
             elif kind == "int":
-                a.type_index, a.value = _INT, int(x) & (2 ** 64 - 1)
+                a.type_index, a.value = ANY_INT, int(x) & (2 ** 64 - 1)
         self.funcs = (ctypes.c_void_p * len(funcs))(*funcs)
         self.starts = (ctypes.c_int32 * len(starts))(*starts)
         self.n_calls = len(funcs)
         values = list(self.patched)
-        self.patch_list = (ctypes.POINTER(_DLTensor) * len(values))(
+        self.patch_list = (ctypes.POINTER(DLTensor) * len(values))(
             *(ctypes.pointer(self.patched[v]) for v in values))
         self.patch_values = values
         self._layout()
@@ -247,22 +168,22 @@ class ScanLoop:
         seqs, seq_of = [], {}
         for k, v in enumerate(outs[n:]):
             seq_of[v] = len(seqs)
-            seqs.append(_Seq(_ROWS, prepend[k], 0, None, None, self.row_bytes[v]))
+            seqs.append(Seq(SEQ_ROWS, prepend[k], 0, None, None, self.row_bytes[v]))
         for j, a in enumerate(block.args[n:]):
             seq_of[a] = len(seqs)
-            seqs.append(_Seq(_ROWS, backward[j], 0, None, None, self.row_bytes[a]))
+            seqs.append(Seq(SEQ_ROWS, backward[j], 0, None, None, self.row_bytes[a]))
         self.firsts, self.swap = [], {}
         for a, v in zip(block.args[:n], outs[:n]):
             if v not in seq_of:  # a state that is no scan output: two buffers in turn
                 shape, dtype = self.plan.views[v].shape, self.dtypes[v]
                 pair = self.swap[v] = (aligned_empty(shape, dtype), aligned_empty(shape, dtype))
                 seq_of[v] = len(seqs)
-                seqs.append(_Seq(_SWAP, 0, 0, address(pair[0]), address(pair[1]), 0))
+                seqs.append(Seq(SEQ_SWAP, 0, 0, address(pair[0]), address(pair[1]), 0))
             first = aligned_empty(self.shapes[a], self.dtypes[a])  # the state's first value
             self.firsts.append(first)
             seq_of[a] = len(seqs)
-            seqs.append(_Seq(_PREVIOUS, 0, seq_of[v], address(first), None, 0))
-        self.table = (_Seq * len(seqs))(*seqs)
+            seqs.append(Seq(SEQ_PREVIOUS, 0, seq_of[v], address(first), None, 0))
+        self.table = (Seq * len(seqs))(*seqs)
         self.order = (ctypes.c_int32 * len(self.patch_values))(
             *(seq_of[v] for v in self.patch_values))
         self.finals = [(seq_of[v], outs[n:].index(v) if v in outs[n:] else None, v)
@@ -309,17 +230,14 @@ class ScanLoop:
             t = known[1] if known is not None and known[0] is arr else \
                 _as_tensor(arr, keep)
             keep.append(t)
-            self.any_args[pos].type_index, self.any_args[pos].value = _TENSOR, t.__chandle__()
-        run, call, ffi = native_loops()
+            self.any_args[pos].type_index, self.any_args[pos].value = ANY_TENSOR, t.__chandle__()
+        run, call, _ = native_loops()
         failed_at = ctypes.c_int64(0)
         rc = run(call, steps, self.n_calls, self.funcs, self.starts, self.any_args, table,
                  len(self.patch_values), self.patch_list, self.order, ctypes.byref(failed_at))
         self.runs += 1
         if rc:
-            err = ctypes.c_void_p()
-            ffi.TVMFFIErrorMoveFromRaised(ctypes.byref(err))
-            if err.value:
-                ffi.TVMFFIObjectDecRef(err)
+            take_error()
             kernel = [o for o, _ in self.plan.steps][rc - 1]
             raise PirError(f"{op.describe()}: kernel {kernel.symbol} failed at iteration "
                            f"{failed_at.value} of the scan")
