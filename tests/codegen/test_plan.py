@@ -487,11 +487,10 @@ module @m {
     assert plan.small == [True, False]  # exp-tanh on [8, 16], then exp on [512, 256]
     assert calls == [1, 4]  # one thread for the small kernel, four again for the big one
     calls.clear()
-    op, _ = plan.steps[0]
 
     def fails():
         raise RuntimeError("boom")
-    plan.steps[0] = (op, fails)  # raises while the pool is on one thread
+    plan.fast[0] = (fails, True)  # raises while the pool is on one thread
     with pytest.raises(RuntimeError, match="boom"):
         interp.run(fn, feeds)
     assert calls == [1, 4]  # and the pool got its four threads back

@@ -169,6 +169,8 @@ class Plan:
         # per step: True when it is small enough that one thread beats waking the others
         # (None: a step that runs no planned kernel)
         self.small: list[bool | None] = []
+        self._native: set[Operation] = set()  # kernel steps a KernelRun may call
+        self.kernel_runs: list = []  # the KernelRuns of ``fast``
         self._assign_slots()
         self._make_steps()
         # the TVM tensors of this block's values, for the plans of its regions: a branch's
@@ -287,7 +289,11 @@ class Plan:
                 continue
             if isinstance(op, TvmKernelOp) and all(r in self.slot_of for r in op.results) \
                     and all(d in self.symbols for d in self.program.kernel(op).free):
-                self.steps.append((op, self._checked(op, self._kernel_step(op))))
+                step = self._kernel_step(op)
+                checked = self._checked(op, step)
+                if checked is step:
+                    self._native.add(op)
+                self.steps.append((op, checked))
                 self.small.append(self._small(op))
                 continue
             if matmul_form(op) is not None and op.results[0] in self.slot_of:
@@ -298,6 +304,38 @@ class Plan:
                 self.steps.append((op, self._reference_step(op)))
             self.small.append(self._small_region(op) if op.regions else None)
         self._any_small = any(self.small)
+        self.fast = self._kernel_runs()
+
+    def _kernel_runs(self) -> list[tuple[Callable[[], None], bool | None]]:
+        """The steps of a run that neither profiles nor keeps values, with their ``small``
+        flags: each stretch of two or more kernel steps on one thread count called in one
+        native call (a :class:`KernelRun`), the other steps as they are."""
+        from pir.runtimes.tvm.native_plan import KernelRun
+
+        out: list[tuple[Callable[[], None], bool | None]] = []
+        stretch: list[int] = []
+
+        def close() -> None:
+            made = KernelRun.build(self, [self.steps[i][0] for i in stretch]) \
+                if len(stretch) > 1 else None
+            if made is not None:
+                self.kernel_runs.append(made)
+                out.append((made, self.small[stretch[0]]))
+            else:
+                out.extend((self.steps[i][1], self.small[i]) for i in stretch)
+            stretch.clear()
+
+        for i, (op, step) in enumerate(self.steps):
+            native = op in self._native and not self.interp.check_bounds
+            if stretch and (not native or self.small[i] != self.small[stretch[0]]):
+                close()
+            if native:
+                stretch.append(i)
+            else:
+                out.append((step, self.small[i]))
+        if stretch:
+            close()
+        return out
 
     def _checked(self, op: Operation, step: Callable[[], None]) -> Callable[[], None]:
         """``step``, first checking the learned dims that size it (see ``learned``)."""
@@ -449,11 +487,14 @@ class Plan:
         interp = self.interp
         prof = interp.profile
         many = threads()
-        if many > 1 and self._any_small:
-            steps = self._on_fewer_threads(many)
-        else:
-            steps = (step for _, step in self.steps)
         kept = {} if interp.keep_values else None
+        # a profile times each op, kept values are copied after each op: the per-op steps
+        pairs = self.fast if prof is None and kept is None else \
+            [(step, small) for (_, step), small in zip(self.steps, self.small)]
+        if many > 1 and self._any_small:
+            steps = self._on_fewer_threads(many, pairs)
+        else:
+            steps = (step for step, _ in pairs)
         if kept is not None:
             steps = self._keeping(steps, kept)
         try:
@@ -518,13 +559,14 @@ class Plan:
             if hasattr(steps, "close"):
                 steps.close()
 
-    def _on_fewer_threads(self, many: int):
-        """The steps, with the thread pool set to one thread over each stretch of small
-        kernel steps and back to ``many`` after (a switch costs about 2 us, a parallel
-        launch on a woken pool 3-5 us: a small model runs all its kernels on one switch)."""
+    def _on_fewer_threads(self, many: int, pairs):
+        """The steps of ``pairs`` (step, small), with the thread pool set to one thread over
+        each stretch of small kernel steps and back to ``many`` after (a switch costs about
+        2 us, a parallel launch on a woken pool 3-5 us: a small model runs all its kernels
+        on one switch)."""
         now = many
         try:
-            for (_, step), small in zip(self.steps, self.small):
+            for step, small in pairs:
                 want = now if small is None else 1 if small else many
                 if want != now:
                     set_threads(want)
