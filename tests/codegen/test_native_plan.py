@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(native_loops() is None, reason="native_loop.c do
 # op (nn.relu: not decomposed, so the reference rule runs it), then two kernels reading it
 CHAIN = """
 module @m {
-  func.func @main(%x: tensor<Nx16xf32>, %y: tensor<Nx16xf32>) -> (tensor<Nx16xf32>, tensor<Nx16xf32>) {
+  func.func @main(%x: tensor<Nx16xf32>, %y: tensor<Nx16xf32>)
+      -> (tensor<Nx16xf32>, tensor<Nx16xf32>) {
     %e = prim.exp(%x) : (tensor<Nx16xf32>) -> tensor<Nx16xf32>
     %t = prim.tanh(%e) : (tensor<Nx16xf32>) -> tensor<Nx16xf32>
     %p = prim.mul(%t, %y) : (tensor<Nx16xf32>, tensor<Nx16xf32>) -> tensor<Nx16xf32>
