@@ -27,3 +27,31 @@ def test_a_buffer_is_reused_only_after_its_last_view_is_gone():
 def test_dtypes_numpy_cannot_name_keep_their_type():
     arr = OutputPool().empty((3, 2), ml_dtypes.bfloat16)
     assert arr.dtype == ml_dtypes.bfloat16 and arr.shape == (3, 2)
+
+
+def test_anything_that_holds_the_array_keeps_its_buffer():
+    # not only views: a memoryview, or a list holding the array itself
+    pool = OutputPool()
+    a = pool.empty((8,), np.float32)
+    addr = a.ctypes.data
+    mem = memoryview(a)
+    kept = [a]
+    del a
+    assert pool.empty((8,), np.float32).ctypes.data != addr
+    del mem
+    assert pool.empty((8,), np.float32).ctypes.data != addr  # the list still has it
+    kept.clear()
+    again = pool.empty((8,), np.float32)
+    assert again.ctypes.data == addr
+
+
+def test_a_caller_that_keeps_every_result_gets_new_buffers_and_they_come_back():
+    pool = OutputPool()
+    results = [pool.empty((16,), np.float32) for _ in range(10)]
+    for k, r in enumerate(results):
+        r[...] = k
+    assert len({r.ctypes.data for r in results}) == 10
+    assert all((r == k).all() for k, r in enumerate(results))  # none overwritten
+    addrs = {r.ctypes.data for r in results}
+    del results, r
+    assert pool.empty((16,), np.float32).ctypes.data in addrs  # reused, not a new one
