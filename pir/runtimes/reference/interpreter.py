@@ -156,6 +156,7 @@ class Interpreter:
         self._bound_by: dict[Block, set[str]] = {}  # a loop or scan body -> its run's dims
         self.depth = 0
         self.profile = profile
+        self._signatures: dict[FuncOp, _Signature] = {}
 
     def profile_key(self, op: Operation) -> tuple[str, str]:
         """The profile entry of ``op``: (kind, name), here ("op", the op's name)."""
@@ -200,26 +201,30 @@ class Interpreter:
 
     def run(self, fn: FuncOp, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run ``fn`` on inputs given by argument name; return outputs by output name."""
-        args = fn.entry.args
-        names = [a.name for a in args]
-        unknown = sorted(set(inputs) - set(names))
-        if unknown:
-            raise PirError(f"unknown input{'s' if len(unknown) > 1 else ''} "
-                           f"{', '.join(unknown)}; @{fn.sym_name} takes {', '.join(names) or 'none'}")
-        missing = [n for n in names if n not in inputs]
-        if missing:
+        sig = self._signatures.get(fn)
+        if sig is None:
+            sig = self._signatures[fn] = _Signature(fn)
+        names = sig.names
+        if len(inputs) != len(names) or not all(n in inputs for n in names):
+            unknown = sorted(set(inputs) - set(names))
+            if unknown:
+                raise PirError(f"unknown input{'s' if len(unknown) > 1 else ''} "
+                               f"{', '.join(unknown)}; @{fn.sym_name} takes "
+                               f"{', '.join(names) or 'none'}")
+            missing = [n for n in names if n not in inputs]
             raise PirError(f"missing input{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
         if self.depth == 0:  # a new run binds its dims afresh (a new batch size)
             self.symbols.clear()
             self._bound_by.clear()
             self.values.clear()
         arrays = []
-        for a in args:
-            arr = np.asarray(inputs[a.name])
-            self.check(a, arr, f"input '{a.name}'")
+        for a, name, dtype, shape in sig.args:
+            arr = np.asarray(inputs[name])
+            if arr.shape != shape or arr.dtype != dtype:  # (a static type: no dims to bind)
+                self.check(a, arr, f"input '{name}'")
             arrays.append(arr)
         outs = self.call(fn, arrays)
-        return dict(zip(output_names(fn), outs))
+        return dict(zip(sig.outputs, outs))
 
     def call(self, fn: FuncOp, arrays: list[np.ndarray]) -> list[np.ndarray]:
         self.depth += 1
@@ -330,6 +335,23 @@ class Interpreter:
         for r, arr in zip(op.results, out):
             self.check(r, arr, ResultOf(r, op))
             values[r] = arr
+
+
+class _Signature:
+    """What :meth:`Interpreter.run` checks a function's inputs against, worked out once:
+    the argument names, per argument its numpy dtype and its shape where every dim is a
+    size (None otherwise: :meth:`Interpreter.check` binds the symbols), the output names."""
+
+    def __init__(self, fn: FuncOp):
+        self.names = [a.name for a in fn.entry.args]
+        self.args = []
+        for a in fn.entry.args:
+            t = a.type
+            static = isinstance(t, TensorType) and t.shape is not None \
+                and t.dtype is not DType.STRING and all(isinstance(d, int) for d in t.shape)
+            self.args.append((a, a.name, t.dtype.numpy if static else None,
+                              tuple(t.shape) if static else None))
+        self.outputs = output_names(fn)
 
 
 def _is_body(block: Block) -> bool:
