@@ -452,16 +452,28 @@ def test_a_step_a_learned_dim_sizes_checks_that_this_run_bound_it():
         kernel()
 
 
-def test_small_kernels_run_on_one_thread_and_the_pool_gets_its_threads_back(monkeypatch):
+def _pool_switches(monkeypatch, plan_mod) -> list[int]:
+    """The thread counts a plan switches TVM's pool to, as use_threads would switch it
+    (only when the count changes), with four threads allowed; the pool starts on four."""
+    pool, calls = [4], []
+
+    def use_threads(n: int) -> None:
+        if pool[0] != n:
+            calls.append(n)
+            pool[0] = n
+    monkeypatch.setattr(plan_mod, "threads", lambda: 4)
+    monkeypatch.setattr(plan_mod, "use_threads", use_threads)
+    return calls
+
+
+def test_small_kernels_run_on_one_thread_and_big_ones_get_the_threads_back(monkeypatch):
     # waking the pool's other threads for a parallel loop costs more than a small kernel
     # takes on one: with several threads, a run switches to one over each stretch of small
-    # kernel steps (one switch for a model of small kernels), and back after, also when a
-    # step raises
+    # kernel steps (one switch for a model of small kernels), and back for a big one; after
+    # a step that raised with the pool on one thread, the next big kernel gets them back
     import pir.runtimes.tvm.plan as plan_mod
 
-    calls = []
-    monkeypatch.setattr(plan_mod, "threads", lambda: 4)
-    monkeypatch.setattr(plan_mod, "set_threads", calls.append)
+    calls = _pool_switches(monkeypatch, plan_mod)
     text = """
 module @m {
   func.func @main(%x: tensor<8x16xf32>, %big: tensor<512x256xf32>) -> (tensor<8x16xf32>, tensor<512x256xf32>) {
@@ -487,13 +499,19 @@ module @m {
     assert plan.small == [True, False]  # exp-tanh on [8, 16], then exp on [512, 256]
     assert calls == [1, 4]  # one thread for the small kernel, four again for the big one
     calls.clear()
+    small = plan.fast[0]
 
     def fails():
         raise RuntimeError("boom")
     plan.fast[0] = (fails, True)  # raises while the pool is on one thread
     with pytest.raises(RuntimeError, match="boom"):
         interp.run(fn, feeds)
-    assert calls == [1, 4]  # and the pool got its four threads back
+    assert calls == [1]
+    plan.fast[0] = small
+    calls.clear()
+    got = interp.run(fn, feeds)
+    assert calls == [4]  # the small kernel found one thread, the big one got four back
+    np.testing.assert_allclose(got["b"], np.exp(feeds["big"]), rtol=1e-6)
 
 
 def test_a_loop_of_small_kernels_runs_on_one_thread_without_switching_per_iteration(
@@ -502,13 +520,7 @@ def test_a_loop_of_small_kernels_runs_on_one_thread_without_switching_per_iterat
     # than its body's plan switching the pool to one thread and back on every iteration
     import pir.runtimes.tvm.plan as plan_mod
 
-    now, calls = [4], []
-    monkeypatch.setattr(plan_mod, "threads", lambda: now[0])
-
-    def set_threads(n: int) -> None:
-        calls.append(n)
-        now[0] = n
-    monkeypatch.setattr(plan_mod, "set_threads", set_threads)
+    calls = _pool_switches(monkeypatch, plan_mod)
     f32 = onnx.TensorProto.FLOAT
     body = oh.make_graph(
         [oh.make_node("Add", ["s_in", "e"], ["s_out"]), oh.make_node("Tanh", ["s_out"], ["o"])],

@@ -22,9 +22,10 @@ from pir.errors import PirError  # noqa: E402
 from pir.ir.core import Block  # noqa: E402
 
 __all__ = ["CompiledKernel", "build", "compile_block", "host_target", "set_threads",
-           "threads"]
+           "threads", "use_threads"]
 
-_threads = [int(os.environ["TVM_NUM_THREADS"])]  # what parallel loops run on now
+_threads = [int(os.environ["TVM_NUM_THREADS"])]  # what parallel loops may run on
+_pool = [_threads[0]]  # what TVM's pool is set to now (see use_threads)
 
 
 def host_target() -> tvm.target.Target:
@@ -34,13 +35,24 @@ def host_target() -> tvm.target.Target:
 
 def set_threads(n: int) -> None:
     """Run parallel loops on ``n`` threads (at most the pool size, see TVM_NUM_THREADS)."""
-    # args: affinity mode (1 = "big" cores, i.e. all of them on a uniform CPU), threads
-    tvm.get_global_func("runtime.config_threadpool")(1, int(n))
     _threads[0] = int(n)
+    use_threads(n)
+
+
+def use_threads(n: int) -> None:
+    """Set TVM's pool to ``n`` threads for the kernels called next, unless it is set so
+    already (a change costs about 2 us).  A plan lowers it to one over its small kernels
+    and leaves it there: the next kernel that wants more raises it again (the plan's steps
+    and the interpreter's kernel calls ask for what they want before they run)."""
+    if _pool[0] != int(n):
+        # args: affinity mode (1 = "big" cores, i.e. all of them on a uniform CPU), threads
+        tvm.get_global_func("runtime.config_threadpool")(1, int(n))
+        _pool[0] = int(n)
 
 
 def threads() -> int:
-    """The threads parallel loops run on (set_threads' last value, else the pool's size)."""
+    """The threads parallel loops may run on (set_threads' last value, else the pool's
+    size); the pool may be on fewer just now (use_threads)."""
     return _threads[0]
 
 

@@ -27,7 +27,7 @@ import tvm
 from pir.ir import dimexpr
 from pir.cache import private_dir, read_verified, write_verified
 from pir.codegen.provenance import check_kernels
-from pir.codegen.tvm.build import host_target
+from pir.codegen.tvm.build import host_target, threads, use_threads
 from pir.codegen.tvm.dims import derived_dims, solve, symbols_of
 from pir.codegen.tvm.gemm_schedule import ROWS1, one_row_dim
 from pir.codegen.tvm.target import parse_target
@@ -144,6 +144,7 @@ class CompiledProgram:
             dims = [sizes[d] for d in k.free]
         except KeyError as e:
             raise PirError(f"kernel {op.symbol}: the size of dim {e} is unknown") from None
+        use_threads(threads())  # (a plan may have left the pool on one thread)
         try:
             k.fn(*ins, *k.params, *dims, *outs)
         except Exception as e:  # noqa: BLE001 - a failed assertion (--check-bounds)

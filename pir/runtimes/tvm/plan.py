@@ -35,7 +35,7 @@ import numpy as np
 
 import tvm
 
-from pir.codegen.tvm.build import set_threads, threads
+from pir.codegen.tvm.build import threads, use_threads
 from pir.codegen.tvm.dims import solve
 from pir.runtimes.hugepages import SMALL_CHUNK, Arena
 from pir.runtimes.tvm.buffers import OutputPool, as_tvm, shareable
@@ -304,6 +304,7 @@ class Plan:
                 self.steps.append((op, self._reference_step(op)))
             self.small.append(self._small_region(op) if op.regions else None)
         self._any_small = any(self.small)
+        self._any_big = any(s is False for s in self.small)
         self.fast = self._kernel_runs()
 
     def _kernel_runs(self) -> list[tuple[Callable[[], None], bool | None]]:
@@ -376,9 +377,10 @@ class Plan:
         """For a control-flow op, True when every kernel of its regions is small at this
         binding: the op then runs on one thread as a whole, so that the plan of a loop body
         does not switch the pool to one thread and back on every iteration (4 us of a GRU
-        step's 14 in PLCMOS, at two threads).  None (the current count) otherwise."""
+        step's 14 in PLCMOS, at two threads); False when some are not (the pool gets all
+        its threads first), None when it holds no kernel (the pool stays as it is)."""
         kernels = [o for o in op.walk() if isinstance(o, TvmKernelOp)]
-        return True if kernels and all(self._small(k) for k in kernels) else None
+        return all(self._small(k) for k in kernels) if kernels else None
 
     def _sized(self, op: Operation) -> bool:
         """Whether the binding fixes the size of every result of ``op`` and of every dim
@@ -494,6 +496,8 @@ class Plan:
         if many > 1 and self._any_small:
             steps = self._on_fewer_threads(many, pairs)
         else:
+            if self._any_big:  # (an earlier plan may have left the pool on one thread)
+                use_threads(many)
             steps = (step for step, _ in pairs)
         if kept is not None:
             steps = self._keeping(steps, kept)
@@ -560,18 +564,12 @@ class Plan:
                 steps.close()
 
     def _on_fewer_threads(self, many: int, pairs):
-        """The steps of ``pairs`` (step, small), with the thread pool set to one thread over
-        each stretch of small kernel steps and back to ``many`` after (a switch costs about
-        2 us, a parallel launch on a woken pool 3-5 us: a small model runs all its kernels
-        on one switch)."""
-        now = many
-        try:
-            for step, small in pairs:
-                want = now if small is None else 1 if small else many
-                if want != now:
-                    set_threads(want)
-                    now = want
-                yield step
-        finally:
-            if now != many:
-                set_threads(many)
+        """The steps of ``pairs`` (step, small), each kernel or control-flow step after
+        setting the pool to one thread if it is small, else to ``many`` (a change costs
+        about 2 us, a parallel launch on a woken pool 3-5 us).  The pool stays as the last
+        of them left it, also after the run: a small model's runs then switch no more after
+        the first, and the next step that wants more threads asks for them (use_threads)."""
+        for step, small in pairs:
+            if small is not None:
+                use_threads(1 if small else many)
+            yield step
