@@ -104,6 +104,16 @@ def test_hyperbolic_and_expm1_build_and_keep_precision_near_zero(name):
     _unary(name, x.astype(np.float64), DType.F64, rtol=1e-12)
 
 
+def test_tanh_is_exactly_one_where_it_rounds_to_one():
+    # from |x| = 9.010914 tanh is +-1 in f32, as numpy and ONNX Runtime give it; the
+    # rational clamped at 7.9 was an ulp below, and a dynamic quantization of a saturated
+    # tanh (Tashkeel's attention) then took another zero point: every quantum moved by one
+    x = np.array([9.010914, 9.02, 12.0, 30.0, 1e4, np.inf] * 8, np.float32)
+    x = np.concatenate([x, -x, np.linspace(7.0, 9.0, 32, dtype=np.float32)])
+    got, _ = _unary("tanh", x, rtol=3e-7)  # (within an ulp or two below 9.01)
+    np.testing.assert_array_equal(got[:96], np.sign(x[:96]))
+
+
 def test_max_min_propagate_nan():
     a = SPECIAL.copy()
     b = np.roll(SPECIAL, 3)

@@ -190,9 +190,12 @@ def _pow(a, b, dtype):
 
 
 def _fast_tanh(x, dtype):
-    """Eigen's float tanh: an odd rational function on [-7.9, 7.9] (tanh is +-1 in f32
-    beyond), x itself below 4e-4; within 4e-7 relative.  TIR's tanh is
-    (1 - e^-2x) / (1 + e^-2x), 1.3% off at 1e-6."""
+    """Eigen's float tanh: an odd rational function on [-7.9, 7.9], x itself below 4e-4;
+    within 4e-7 relative.  TIR's tanh is (1 - e^-2x) / (1 + e^-2x), 1.3% off at 1e-6.
+    From |x| = 9.010914, where tanh rounds to +-1 in f32, the result is exactly +-1 (the
+    rational clamped at 7.9 stays an ulp or two below, and Tashkeel's dynamic quantization
+    of a saturated tanh took a zero point of 128 where numpy's and ONNX Runtime's 1.0 gave
+    127: every quantum of the attention moved by one)."""
     if dtype != "float32":
         return _extern("tanhf", "tanh")(x, dtype=dtype)
     f = lambda v: tirx.const(v, "float32")  # noqa: E731
@@ -205,7 +208,9 @@ def _fast_tanh(x, dtype):
     q = f(1.19825839466702e-06)
     for c in (1.18534705686654e-04, 2.26843463243900e-03, 4.89352518554385e-03):
         q = q * x2 + f(c)
-    y = tirx.Select(tirx.abs(x) < f(0.0004), x, xc * p / q)
+    one = tirx.Select(x > f(0.0), f(1.0), f(-1.0))
+    y = tirx.Select(tirx.abs(x) < f(0.0004), x,
+                    tirx.Select(tirx.abs(x) >= f(9.010914), one, xc * p / q))
     return tirx.Select(is_nan(x), x, y)
 
 
