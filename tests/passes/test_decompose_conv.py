@@ -239,3 +239,17 @@ def test_pool_kept_cases_say_why():
                    kernel_shape=[2, 2], auto_pad="SAME_UPPER", strides=[2, 2]) == \
         "decompose: nn.average_pool stays: auto_pad SAME_UPPER with strides [2, 2] over " \
         "symbolic spatial dims has pads that depend on their size"
+
+
+@pytest.mark.parametrize("op_type", ["MaxPool", "AveragePool"])
+@pytest.mark.parametrize("rows", [7, 8])
+def test_a_pool_over_a_symbolic_axis_pads_its_end_only_for_ceil_mode(op_type, rows):
+    # in floor mode no window ends past the explicit pads: no pad op, so no bounds test in
+    # every tap (AECMOS's [2, 2] pools over [frames, 80]); ceil_mode may read stride - 1 past
+    shapes = {"x": [1, 2, "T", 8]}
+    out = decomposed(op_type, {"x": normal(1, 2, rows, 8)}, shapes=shapes,
+                     kernel_shape=[2, 2], strides=[2, 2])
+    assert "prim.pad" not in computed(out)
+    out = decomposed(op_type, {"x": normal(1, 2, rows, 8)}, shapes=shapes,
+                     kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    assert "prim.pad" in computed(out)

@@ -9,13 +9,13 @@ window sizes).  Global pools are plain reductions.
 
 Over a symbolic spatial axis a slice's limit is no integer, so along it a tap is instead a
 ``prim.gather`` of the positions ``iota(O) * stride + offset`` (O an expression of the input
-dims, pir.ir.dimexpr), from the input padded by the (static) pads plus ``stride - 1`` at the
-end, which no window of ceil_mode reads past; a tap that reads the whole axis (a kernel of 1,
-stride 1, no pads: PLCMOS pools ``[1, 4]`` windows over ``[frames, 257]``) is no gather at
-all.  The static axes of the same input keep their strided slices: a gather by a table of
-positions is a load per element that the kernels cannot vectorize, a strided slice is
-affine (PLCMOS's pools took 8 ms as gathers).  The average's window sizes are then the same
-taps summed over a padded tensor of ones.
+dims, pir.ir.dimexpr), from the input padded by the (static) pads, plus ``stride - 1`` at
+the end with ceil_mode, which no window then reads past; a tap that reads the whole axis (a
+kernel of 1, stride 1, no pads: PLCMOS pools ``[1, 4]`` windows over ``[frames, 257]``) is
+no gather at all.  The static axes of the same input keep their strided slices: a gather by a
+table of positions is a load per element that the kernels cannot vectorize, a strided slice
+is affine (PLCMOS's pools took 8 ms as gathers).  The average's window sizes are then the
+same taps summed over a padded tensor of ones.
 
 Max pooling of the reference runtime skips NaN (numpy's ``fmax``, as ONNX Runtime's does),
 while ``prim.max`` propagates it: the two differ only on inputs holding NaN.
@@ -55,14 +55,17 @@ def _pool_window(b: PrimBuilder, op: Operation) -> tuple[tuple, Window]:
 
 
 def window_taps(b: PrimBuilder, x: Value, spatial: tuple, win: Window,
-                pad_value) -> list[Value]:
+                pad_value, ceil: bool = True) -> list[Value]:
     """One ``[N, C, O...]`` tap of the padded ``x`` per kernel offset (see the module
     docstring): per spatial axis a strided slice where the axis is static, a gather of its
-    positions where it is symbolic, nothing where the offset reads the whole axis."""
+    positions where it is symbolic, nothing where the offset reads the whole axis.
+    ``ceil``: whether the output size rounds up (a window may then end past the pads)."""
     static = [isinstance(d, int) for d in spatial]
     # pads after: exactly what the last window reads on a static axis; on a symbolic one
-    # stride - 1 more, which no window reads past (the output size is an expression)
-    after = [(o - 1) * s + span - size - pb if st else pe + s - 1
+    # the explicit pads, and with ceil_mode stride - 1 more, which no window reads past (the
+    # output size is an expression).  In floor mode no window ends past the explicit pads:
+    # a pad there would only cost every tap a bounds test (AECMOS's [2, 2] pools)
+    after = [(o - 1) * s + span - size - pb if st else pe + (s - 1 if ceil else 0)
              for st, size, pb, pe, o, s, span in zip(static, spatial, win.pads_begin,
                                                     win.pads_end, win.out, win.strides,
                                                     win.span)]
@@ -114,7 +117,8 @@ def max_pool(b: PrimBuilder, op: Operation) -> list[Value]:
         raise Keep("the Indices result (the positions of the maxima) is not decomposed")
     spatial, win = _pool_window(b, op)
     dtype = tensor(op.x).dtype
-    return [_combine(b, "max", window_taps(b, op.x, spatial, win, _lowest(dtype)))]
+    return [_combine(b, "max", window_taps(b, op.x, spatial, win, _lowest(dtype),
+                                          ceil=op.ceil_mode))]
 
 
 def _window_counts(spatial: tuple[int, ...], win: Window, include_pad: bool) -> np.ndarray:
@@ -131,7 +135,8 @@ def _window_counts(spatial: tuple[int, ...], win: Window, include_pad: bool) -> 
 
 def _sum_pool(b: PrimBuilder, op: Operation, x: Value) -> tuple[Value, tuple[int, ...], Window]:
     spatial, win = _pool_window(b, op)
-    return _combine(b, "add", window_taps(b, x, spatial, win, 0)), spatial, win
+    ceil = bool(getattr(op, "ceil_mode", False))  # (LpPool has none: it rounds down)
+    return _combine(b, "add", window_taps(b, x, spatial, win, 0, ceil)), spatial, win
 
 
 @decomposes("nn.average_pool")
@@ -157,7 +162,7 @@ def average_pool(b: PrimBuilder, op: Operation) -> list[Value]:
                       edge_padding_high=(0, 0, *win.pads_end))
         win = Window(win.kernel, win.strides, win.dilations, (0,) * len(win.out),
                      (0,) * len(win.out), win.out)
-    counts = _combine(b, "add", window_taps(b, inside, spatial, win, 0))
+    counts = _combine(b, "add", window_taps(b, inside, spatial, win, 0, op.ceil_mode))
     return [b.cast(b.div(total, b.broadcast_to(counts, tensor(total).shape)), dtype)]
 
 
