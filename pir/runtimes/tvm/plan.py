@@ -19,6 +19,8 @@ work once per function and binding of its symbolic dims (the sizes the inputs fi
   interpreter's ``keep_values`` (``pir run --check`` looking for the first divergence), the
   values a step makes in (or as views of) reusable slots are copied as it makes them, and
   the run ends with those copies in ``values``, not with what the slots hold by then.
+  A run that neither profiles nor keeps values calls each stretch of consecutive kernel
+  steps in one native call instead (``fast``, pir.runtimes.tvm.native_plan).
 
 Anything a plan cannot size (a dim bound only by a value computed inside the run) runs as the
 interpreter would run it, so a plan is an optimisation, never a change of meaning.  When such
