@@ -55,3 +55,15 @@ def test_a_caller_that_keeps_every_result_gets_new_buffers_and_they_come_back():
     addrs = {r.ctypes.data for r in results}
     del results, r
     assert pool.empty((16,), np.float32).ctypes.data in addrs  # reused, not a new one
+
+
+def test_results_a_caller_keeps_do_not_stand_in_front_of_free_buffers():
+    # the first results kept for good, every later one dropped: the pool lends one more
+    # buffer again and again, it does not allocate one a request
+    pool = OutputPool()
+    kept = [pool.empty((16,), np.float32) for _ in range(6)]
+    seen = set()
+    for _ in range(50):
+        seen.add(pool.empty((16,), np.float32).ctypes.data)
+    assert len(seen) == 1
+    assert all(k.ctypes.data not in seen for k in kept)
